@@ -1,0 +1,44 @@
+//! The one error type of the service and its mapping to HTTP statuses.
+
+use std::io;
+use std::path::PathBuf;
+
+use hyper::StatusCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("no route for {0}")]
+    NotFound(String),
+    #[error("method {method} is not allowed here; allowed: {allowed}")]
+    MethodNotAllowed {
+        method: String,
+        allowed: &'static str,
+    },
+    #[error("request body is larger than {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    #[error("sandbox {0} was destroyed before the command started")]
+    DestroyedBeforeStart(String),
+    #[error("workspace {}: {source}", path.display())]
+    Workspace { path: PathBuf, source: io::Error },
+    #[error("could not start the shell: {0}")]
+    Spawn(io::Error),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Error::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::DestroyedBeforeStart(_) => StatusCode::CONFLICT,
+            Error::Workspace { .. } | Error::Spawn(_) | Error::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+}

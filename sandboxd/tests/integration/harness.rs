@@ -1,0 +1,226 @@
+//! Test harness: starts the real sandboxd binary on a free loopback port
+//! with a temporary root and talks HTTP/1.1 to it over plain TCP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The exec response, field for field; unknown fields fail the test.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Exec {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+    pub success: bool,
+    pub command: String,
+    pub duration: u64,
+    pub timestamp: String,
+    pub truncated: bool,
+    pub timed_out: bool,
+}
+
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    root: tempfile::TempDir,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Server::start_with(&[], &[])
+    }
+
+    pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let root = tempfile::tempdir().expect("temp root");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
+            .args(["--listen", "127.0.0.1:0", "--root"])
+            .arg(root.path())
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sandboxd");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let addr = loop {
+            line.clear();
+            if stderr.read_line(&mut line).expect("read stderr") == 0 {
+                panic!("sandboxd exited before listening");
+            }
+            if let Some(addr) = line.trim().strip_prefix("sandboxd listening on ") {
+                break addr.parse().expect("listen address");
+            }
+        };
+        // Keep draining stderr so sandboxd never blocks on logging.
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&logs);
+        thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Server {
+            child,
+            addr,
+            root,
+            logs,
+        }
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.root.path().canonicalize().expect("canonical root")
+    }
+
+    pub fn workspace(&self, name: &str) -> PathBuf {
+        self.root().join(name)
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends one request on a fresh connection; returns status and body.
+    pub fn raw(&self, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: sandboxd\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        self.send(&[head.as_bytes(), body].concat())
+    }
+
+    /// Writes `request` bytes as they are and parses the response.
+    pub fn send(&self, request: &[u8]) -> (u16, Vec<u8>) {
+        let mut stream = TcpStream::connect(self.addr).expect("connect");
+        stream.write_all(request).expect("send request");
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).expect("read response");
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("end of headers");
+        let status_line = String::from_utf8_lossy(&response[..split]);
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("status code");
+        (status, response[split + 4..].to_vec())
+    }
+
+    pub fn json(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let (status, body) = self.raw(method, path, body.as_bytes());
+        let value = serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("non-JSON body ({e}): {}", String::from_utf8_lossy(&body)));
+        (status, value)
+    }
+
+    pub fn exec(&self, name: &str, cmd: &str) -> Exec {
+        self.exec_body(name, &serde_json::json!({ "cmd": cmd }))
+    }
+
+    pub fn exec_timeout(&self, name: &str, cmd: &str, timeout_ms: u64) -> Exec {
+        self.exec_body(
+            name,
+            &serde_json::json!({ "cmd": cmd, "timeoutMs": timeout_ms }),
+        )
+    }
+
+    fn exec_body(&self, name: &str, body: &Value) -> Exec {
+        let path = format!("/v1/sandboxes/{name}/exec");
+        let (status, bytes) = self.raw("POST", &path, body.to_string().as_bytes());
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        serde_json::from_slice(&bytes).expect("exec response")
+    }
+
+    pub fn destroy(&self, name: &str) -> (u16, Value) {
+        self.json("DELETE", &format!("/v1/sandboxes/{name}"), "")
+    }
+
+    /// The log lines so far, once `ready` holds for them (or after 5 s):
+    /// lines reach the reader thread slightly after the responses.
+    pub fn logs_when(&self, ready: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let logs = self.logs.lock().unwrap().clone();
+            if ready(&logs) || Instant::now() >= deadline {
+                return logs;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends SIGTERM and waits (bounded) for sandboxd to exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        // SAFETY: plain kill(2) on our own child.
+        unsafe {
+            libc::kill(self.pid(), libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "sandboxd ignored SIGTERM");
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// True once `pid` no longer runs (gone, or a zombie nobody reaped yet),
+/// polling up to `within`.
+pub fn pid_is_gone(pid: i32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat_field(&stat, 0) == Some("Z") => return true,
+            Ok(_) if Instant::now() >= deadline => return false,
+            Ok(_) => thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// Live processes whose session id is `sid`.
+pub fn live_session_members(sid: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat_field(&stat, 0) != Some("Z")
+                    && stat_field(&stat, 3) == Some(sid.to_string().as_str())
+            })
+        })
+        .collect()
+}
+
+/// Field `n` counted from the state field of a `/proc/PID/stat` line.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(n)
+}
+
+/// Runs `f` and returns its result and how long it took.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}

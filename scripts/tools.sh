@@ -1,0 +1,22 @@
+# Sourced by the other scripts: installs, at pinned versions, what building
+# and testing need, skipping whatever is already in place.
+
+WORKER_BUILD_VERSION=0.8.7
+# Must equal the wasm-bindgen version in Cargo.lock.
+WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+cargo_tool() { # binary crate version
+  if ! "$1" --version 2>/dev/null | grep -qF " $3"; then
+    echo "installing $2 $3" >&2
+    cargo install --quiet "$2" --version "$3" --force
+  fi
+}
+
+ensure_build_tools() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+  cargo_tool worker-build worker-build "$WORKER_BUILD_VERSION"
+  cargo_tool wasm-bindgen wasm-bindgen-cli "$WASM_BINDGEN_VERSION"
+  [ -x node_modules/.bin/wrangler ] || npm ci --no-audit --no-fund
+}

@@ -1,0 +1,87 @@
+//! DuetAgent, one Durable Object per room (named by the room id): it keeps the
+//! room's history, asks the model, and runs the model's `<run>` commands in the
+//! room's sandbox, all within [`MESSAGE_BUDGET_MS`].
+
+mod store;
+
+use worker::{durable_object, DurableObject, Env, Request, Response, State};
+
+use crate::ai;
+use crate::api::limits::{MESSAGE_BUDGET_MS, SANDBOXD_MARGIN_MS};
+use crate::api::route::{self, Action, Route};
+use crate::api::wire::{CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role};
+use crate::api::{validate, ApiError};
+use crate::chat::{context, run_tags};
+use crate::runtime::{body, respond, timeout};
+use crate::sandbox::SandboxStub;
+use store::Store;
+
+#[durable_object]
+pub struct DuetAgent {
+    store: Store,
+    env: Env,
+}
+
+impl DurableObject for DuetAgent {
+    fn new(state: State, env: Env) -> Self {
+        let store = Store::open(state.storage().sql()).expect("the messages table can be created");
+        Self { store, env }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        Ok(respond::result(self.handle(&mut req).await))
+    }
+}
+
+impl DuetAgent {
+    async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
+        let Route::Room { room, action } = route::parse(req.method().as_ref(), &req.path())? else {
+            return Err(ApiError::NotFound);
+        };
+        match action {
+            Action::SendMessage => {
+                let request = validate::message_request(&body::read(req).await?)?;
+                self.send(&room, request).await
+            }
+            Action::History => Ok(respond::json(200, &HistoryResponse { messages: &self.store.recent()? })?),
+            Action::Cleanup => self.cleanup(&room).await,
+            Action::Exec => Err(ApiError::NotFound),
+        }
+    }
+
+    async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
+        let started = timeout::now_ms();
+        let deadline = started + MESSAGE_BUDGET_MS;
+        let history = self.store.recent()?;
+        let answer = ai::answer(&self.env, &context::build(&history, &request.text)).await?;
+
+        let parsed = run_tags::parse(&answer);
+        let sandbox = SandboxStub::for_room(&self.env, room)?;
+        let mut outcomes = Vec::with_capacity(parsed.commands.len());
+        for cmd in &parsed.commands {
+            let left = deadline.saturating_sub(timeout::now_ms() + SANDBOXD_MARGIN_MS);
+            outcomes.push(match left {
+                0 => run_tags::Outcome::Failed("not run: the reply's time budget is spent".into()),
+                left => sandbox.run(room, cmd, left).await,
+            });
+        }
+        let reply = run_tags::reply(&parsed, &outcomes);
+
+        self.store.append(&[
+            Message { role: Role::User, user_id: request.user_id, text: request.text, ts: started as i64 },
+            Message { role: Role::Agent, user_id: None, text: reply.clone(), ts: timeout::now_ms() as i64 },
+        ])?;
+        let messages = self.store.recent()?;
+        Ok(respond::json(200, &MessageResponse { reply: &reply, messages: &messages })?)
+    }
+
+    async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
+        self.store.clear()?;
+        let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await {
+            Ok(()) => vec![],
+            Err(e) => vec![format!("sandbox: {e}")],
+        };
+        let (status, room_id) = if errors.is_empty() { (200, Some(room)) } else { (207, None) };
+        Ok(respond::json(status, &CleanupResponse { cleaned: true, room_id, errors: &errors })?)
+    }
+}

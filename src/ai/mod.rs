@@ -1,0 +1,61 @@
+//! Asks a model for the agent's answer. Two backends speak the same context:
+//!
+//! - the Workers AI binding `AI`, used whenever it works;
+//! - an OpenAI-compatible `/v1/chat/completions` server at `AI_BASE_URL`
+//!   (Ollama, llama.cpp's server, vLLM, OpenAI), used when the binding is
+//!   missing or is the local stand-in that `wrangler dev --local` gives, which
+//!   only throws "needs to be run remotely".
+//!
+//! Either way the call is bounded by `AI_TIMEOUT_MS` (at most 15 s).
+
+mod openai;
+pub mod workers_ai;
+
+use worker::Env;
+
+use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_REPLY_CHARS};
+use crate::api::ApiError;
+use crate::chat::context::ChatMessage;
+use crate::chat::run_tags::first_chars;
+use crate::runtime::{config, timeout};
+
+pub const DEFAULT_MODEL: &str = "@cf/meta/llama-3-8b-instruct";
+/// Output tokens asked of the model.
+const MAX_TOKENS: u32 = 512;
+
+/// Why the Workers AI binding could not answer.
+enum Failure {
+    /// The binding exists but cannot run here (local development).
+    Unusable,
+    Error(String),
+}
+
+pub async fn answer(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError> {
+    let limit = config::millis(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
+    let answer = timeout::within(limit, ask(env, context))
+        .await
+        .ok_or(ApiError::AiTimeout(limit))??;
+    Ok(first_chars(&answer, MAX_MODEL_REPLY_CHARS).to_owned())
+}
+
+async fn ask(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError> {
+    let model = config::get(env, "AI_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    let binding = env.ai("AI").ok();
+    if let Some(ai) = &binding {
+        match workers_ai::ask(ai, &model, context).await {
+            Ok(answer) => return Ok(answer),
+            Err(Failure::Error(why)) => return Err(ApiError::AiFailed(why)),
+            Err(Failure::Unusable) => {}
+        }
+    }
+    let Some(base_url) = config::get(env, "AI_BASE_URL") else {
+        let why = if binding.is_some() {
+            "the Workers AI binding only runs on Cloudflare (log in and use `wrangler dev --remote`), or set AI_BASE_URL to an OpenAI-compatible server"
+        } else {
+            "bind Workers AI as `AI`, or set AI_BASE_URL to an OpenAI-compatible server"
+        };
+        return Err(ApiError::AiUnavailable(why.to_owned()));
+    };
+    let key = config::get(env, "AI_API_KEY");
+    openai::ask(&base_url, key.as_deref(), &model, context).await.map_err(ApiError::AiFailed)
+}

@@ -1,0 +1,135 @@
+//! Every way a request can fail, and the one place that maps a failure to its
+//! HTTP status and JSON body (`{"error": "...", "details"?: {...}}`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::limits::MAX_BODY_BYTES;
+
+/// Per-field validation messages, as sent in `details`.
+pub type FieldErrors = BTreeMap<&'static str, Vec<String>>;
+
+/// The endpoints a 404 names.
+pub const ENDPOINTS: &str = "GET /health, POST /api/rooms/{roomId}/message, \
+POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
+POST /api/rooms/{roomId}/sandbox/exec, DELETE /api/rooms/{roomId}";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("invalid request")]
+    Invalid(FieldErrors),
+    #[error("request body is not valid JSON: {0}")]
+    BadJson(String),
+    #[error("request body must be a JSON object")]
+    NotAnObject,
+    #[error("missing or wrong bearer token")]
+    Unauthorized,
+    #[error("no such endpoint; supported: {ENDPOINTS}")]
+    NotFound,
+    #[error("method not allowed; allowed: {0}")]
+    MethodNotAllowed(&'static str),
+    #[error("request body too large: the limit is {MAX_BODY_BYTES} bytes")]
+    PayloadTooLarge,
+    #[error("no AI backend: {0}")]
+    AiUnavailable(String),
+    #[error("AI backend failed: {0}")]
+    AiFailed(String),
+    #[error("AI backend did not answer within {0} ms")]
+    AiTimeout(u64),
+    #[error("sandbox unavailable: {0}")]
+    SandboxUnavailable(String),
+    #[error("sandbox failed: {0}")]
+    SandboxFailed(String),
+    #[error("sandbox did not answer within {0} ms")]
+    SandboxTimeout(u64),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The JSON body of every error response.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody<'a> {
+    pub error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<&'a FieldErrors>,
+}
+
+impl ApiError {
+    /// A validation failure of one field.
+    pub fn field(name: &'static str, why: impl Into<String>) -> Self {
+        Self::Invalid(FieldErrors::from([(name, vec![why.into()])]))
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Invalid(_) | Self::BadJson(_) | Self::NotAnObject => 400,
+            Self::Unauthorized => 401,
+            Self::NotFound => 404,
+            Self::MethodNotAllowed(_) => 405,
+            Self::PayloadTooLarge => 413,
+            Self::Internal(_) => 500,
+            Self::AiFailed(_) | Self::SandboxFailed(_) => 502,
+            Self::AiUnavailable(_) | Self::SandboxUnavailable(_) => 503,
+            Self::AiTimeout(_) | Self::SandboxTimeout(_) => 504,
+        }
+    }
+
+    /// The `Allow` header a 405 carries.
+    pub fn allow(&self) -> Option<&'static str> {
+        match self {
+            Self::MethodNotAllowed(allow) => Some(allow),
+            _ => None,
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody<'_> {
+        let details = match self {
+            Self::Invalid(fields) => Some(fields),
+            _ => None,
+        };
+        ErrorBody {
+            error: self.to_string(),
+            details,
+        }
+    }
+}
+
+impl From<worker::Error> for ApiError {
+    fn from(e: worker::Error) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_errors_carry_details_per_field() {
+        let e = ApiError::field("text", "must not be blank");
+        assert_eq!(e.status(), 400);
+        let json = serde_json::to_value(e.body()).unwrap();
+        assert_eq!(json["error"], "invalid request");
+        assert_eq!(json["details"]["text"][0], "must not be blank");
+    }
+
+    #[test]
+    fn other_errors_have_no_details() {
+        let json = serde_json::to_value(ApiError::NotFound.body()).unwrap();
+        assert!(json.get("details").is_none());
+        assert!(json["error"].as_str().unwrap().contains("/api/rooms/{roomId}/sandbox/exec"));
+    }
+
+    #[test]
+    fn statuses() {
+        assert_eq!(ApiError::PayloadTooLarge.status(), 413);
+        assert_eq!(ApiError::Unauthorized.status(), 401);
+        assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
+        assert_eq!(ApiError::AiFailed("x".into()).status(), 502);
+        assert_eq!(ApiError::AiUnavailable("x".into()).status(), 503);
+        assert_eq!(ApiError::SandboxTimeout(1).status(), 504);
+        assert_eq!(ApiError::MethodNotAllowed("GET").allow(), Some("GET"));
+        assert_eq!(ApiError::NotFound.allow(), None);
+    }
+}

@@ -1,0 +1,35 @@
+//! Every bound the API enforces, in one place so the README, the OpenAPI
+//! description and the code cannot drift apart unnoticed.
+
+/// Largest request body accepted; larger ones are refused with 413 before
+/// they are read whole.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Room ids: 1 to this many characters of `[A-Za-z0-9._-]` (UUIDs fit).
+pub const MAX_ROOM_ID_CHARS: usize = 128;
+/// Longest chat message, in characters, after trimming.
+pub const MAX_TEXT_CHARS: usize = 8_000;
+/// Longest `userId`, in characters.
+pub const MAX_USER_ID_CHARS: usize = 128;
+/// Longest shell command, in characters, from a user or from a `<run>` tag.
+pub const MAX_CMD_CHARS: usize = 8_000;
+/// Messages a room keeps; older ones are forgotten.
+pub const HISTORY_LIMIT: usize = 20;
+/// Commands run for one agent reply; further `<run>` tags are reported, not run.
+pub const MAX_RUNS_PER_REPLY: usize = 5;
+/// Characters of a command's output quoted in an agent reply.
+pub const SUMMARY_CHARS: usize = 500;
+/// Longest model answer kept, in characters; the rest is cut.
+pub const MAX_MODEL_REPLY_CHARS: usize = 8_000;
+/// Time the model may take before the request fails with 504.
+pub const AI_TIMEOUT_MS: u64 = 15_000;
+/// A whole `/message` exchange (model and commands) ends within this, so the
+/// Go server's 30 s deadline holds.
+pub const MESSAGE_BUDGET_MS: u64 = 25_000;
+/// A command's default time limit in the sandbox.
+pub const EXEC_DEFAULT_TIMEOUT_MS: u64 = 20_000;
+/// The most a caller may ask for with `timeoutMs`.
+pub const EXEC_MAX_TIMEOUT_MS: u64 = 25_000;
+/// What a call to sandboxd may take beyond the command's own time limit.
+pub const SANDBOXD_MARGIN_MS: u64 = 2_000;
+/// Time a cold container gets to start answering.
+pub const CONTAINER_START_MS: u64 = 10_000;

@@ -1,0 +1,172 @@
+//! Which endpoint a method and path name. Shared by the Worker, which uses it
+//! to pick a Durable Object, and by the objects, which use it to pick a handler.
+
+use super::error::ApiError;
+use super::limits::MAX_ROOM_ID_CHARS;
+
+/// What a request asks of a room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    SendMessage,
+    History,
+    Exec,
+    Cleanup,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route {
+    Health,
+    Room { room: String, action: Action },
+}
+
+impl Action {
+    /// Whether the request carries a JSON body worth reading.
+    pub fn has_body(self) -> bool {
+        matches!(self, Self::SendMessage | Self::Exec)
+    }
+
+    /// A short stable name for logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SendMessage => "message",
+            Self::History => "history",
+            Self::Exec => "exec",
+            Self::Cleanup => "cleanup",
+        }
+    }
+}
+
+/// Parses a method and a (still percent-encoded) URL path.
+///
+/// Order matters for callers: an unknown path is 404 whatever the method; a
+/// known path with the wrong method is 405; only then is the room id checked.
+pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
+    if path == "/health" {
+        return allow(method, &["GET"], "GET").map(|_| Route::Health);
+    }
+    let rest = path.strip_prefix("/api/rooms/").ok_or(ApiError::NotFound)?;
+    let (raw_room, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let action = match (tail, method) {
+        ("", "DELETE") => Action::Cleanup,
+        ("", _) => return Err(ApiError::MethodNotAllowed("DELETE")),
+        ("message", "POST") | ("messages", "POST") => Action::SendMessage,
+        ("message", _) => return Err(ApiError::MethodNotAllowed("POST")),
+        ("messages", "GET") => Action::History,
+        ("messages", _) => return Err(ApiError::MethodNotAllowed("GET, POST")),
+        ("sandbox/exec", "POST") => Action::Exec,
+        ("sandbox/exec", _) => return Err(ApiError::MethodNotAllowed("POST")),
+        _ => return Err(ApiError::NotFound),
+    };
+    Ok(Route::Room {
+        room: room_id(raw_room)?,
+        action,
+    })
+}
+
+fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), ApiError> {
+    if allowed.contains(&method) {
+        Ok(())
+    } else {
+        Err(ApiError::MethodNotAllowed(header))
+    }
+}
+
+/// Decodes and checks a room id from its path segment.
+pub fn room_id(segment: &str) -> Result<String, ApiError> {
+    let invalid = |why: &str| ApiError::field("roomId", why);
+    let decoded = percent_decode(segment).ok_or_else(|| invalid("is not valid percent-encoded UTF-8"))?;
+    if decoded.is_empty() {
+        return Err(invalid("must not be empty"));
+    }
+    if decoded.chars().count() > MAX_ROOM_ID_CHARS {
+        return Err(invalid(&format!("must be at most {MAX_ROOM_ID_CHARS} characters")));
+    }
+    if !decoded.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        return Err(invalid("may contain only A-Z, a-z, 0-9, '.', '_' and '-'"));
+    }
+    Ok(decoded)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn room(method: &str, path: &str) -> (String, Action) {
+        match parse(method, path).unwrap() {
+            Route::Room { room, action } => (room, action),
+            Route::Health => panic!("not a room route"),
+        }
+    }
+
+    fn status(method: &str, path: &str) -> u16 {
+        parse(method, path).unwrap_err().status()
+    }
+
+    #[test]
+    fn every_endpoint() {
+        let id = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
+        assert_eq!(parse("GET", "/health").unwrap(), Route::Health);
+        assert_eq!(room("POST", &format!("/api/rooms/{id}/message")), (id.into(), Action::SendMessage));
+        assert_eq!(room("POST", &format!("/api/rooms/{id}/messages")), (id.into(), Action::SendMessage));
+        assert_eq!(room("GET", &format!("/api/rooms/{id}/messages")), (id.into(), Action::History));
+        assert_eq!(room("POST", &format!("/api/rooms/{id}/sandbox/exec")), (id.into(), Action::Exec));
+        assert_eq!(room("DELETE", &format!("/api/rooms/{id}")), (id.into(), Action::Cleanup));
+    }
+
+    #[test]
+    fn unknown_paths_are_404() {
+        for path in ["/", "/healthz", "/api", "/api/rooms", "/api/rooms/r/other", "/api/rooms/r/sandbox", "/health/"] {
+            assert_eq!(status("GET", path), 404, "{path}");
+        }
+    }
+
+    #[test]
+    fn wrong_methods_are_405_with_allow() {
+        let cases = [
+            ("POST", "/health", "GET"),
+            ("GET", "/api/rooms/r/message", "POST"),
+            ("DELETE", "/api/rooms/r/messages", "GET, POST"),
+            ("GET", "/api/rooms/r/sandbox/exec", "POST"),
+            ("GET", "/api/rooms/r", "DELETE"),
+        ];
+        for (method, path, allowed) in cases {
+            let e = parse(method, path).unwrap_err();
+            assert_eq!((e.status(), e.allow()), (405, Some(allowed)), "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn room_ids_are_checked_after_decoding() {
+        assert_eq!(room("GET", "/api/rooms/a.b_c-D9/messages").0, "a.b_c-D9");
+        assert_eq!(room("GET", "/api/rooms/%61bc/messages").0, "abc");
+        let longest = "x".repeat(MAX_ROOM_ID_CHARS);
+        assert_eq!(room("DELETE", &format!("/api/rooms/{longest}")).0, longest);
+        for bad in ["", "a%2Fb", "a%2fb", "%00", "a%0Ab", "x%20y", "caf%C3%A9", "%zz", "%", "%C3"] {
+            assert_eq!(status("GET", &format!("/api/rooms/{bad}/messages")), 400, "{bad:?}");
+        }
+        assert_eq!(status("DELETE", &format!("/api/rooms/{longest}x")), 400);
+    }
+
+    #[test]
+    fn bad_room_id_names_the_field() {
+        let body = serde_json::to_value(parse("GET", "/api/rooms/a%2Fb/messages").unwrap_err().body()).unwrap();
+        assert!(body["details"]["roomId"][0].as_str().unwrap().contains("may contain only"));
+    }
+}

@@ -1,0 +1,123 @@
+//! The JSON shapes of the public API (see the README), and of what the Sandbox
+//! object returns for one command. `ts` is an integer count of milliseconds:
+//! the Go caller decodes it into an int64.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Agent,
+}
+
+/// One stored chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(rename = "userId", skip_serializing_if = "Option::is_none", default)]
+    pub user_id: Option<String>,
+    pub text: String,
+    pub ts: i64,
+}
+
+/// A validated `POST .../message` body.
+#[derive(Debug, PartialEq, Eq)]
+pub struct MessageRequest {
+    pub text: String,
+    pub user_id: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MessageResponse<'a> {
+    pub reply: &'a str,
+    pub messages: &'a [Message],
+}
+
+#[derive(Debug, Serialize)]
+pub struct HistoryResponse<'a> {
+    pub messages: &'a [Message],
+}
+
+/// A validated `POST .../sandbox/exec` body.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+pub struct ExecRequest {
+    pub cmd: String,
+    #[serde(rename = "timeoutMs")]
+    pub timeout_ms: u64,
+}
+
+/// What one command did, as sandboxd reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResult {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+    pub success: bool,
+    pub command: String,
+    pub duration: u64,
+    pub timestamp: String,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default)]
+    pub timed_out: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResponse {
+    pub result: ExecResult,
+    pub sandbox_name: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CleanupResponse<'a> {
+    pub cleaned: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub room_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub errors: &'a [String],
+}
+
+/// The sandbox that belongs to a room.
+pub fn sandbox_name(room: &str) -> String {
+    format!("sandbox-{room}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_serialize_as_the_go_server_expects() {
+        let user = Message { role: Role::User, user_id: Some("ana".into()), text: "hi".into(), ts: 1_764_400_000_000 };
+        let agent = Message { role: Role::Agent, user_id: None, text: "hello".into(), ts: 1_764_400_000_950 };
+        assert_eq!(
+            serde_json::to_string(&[user, agent]).unwrap(),
+            r#"[{"role":"user","userId":"ana","text":"hi","ts":1764400000000},{"role":"agent","text":"hello","ts":1764400000950}]"#
+        );
+    }
+
+    #[test]
+    fn cleanup_bodies() {
+        let ok = CleanupResponse { cleaned: true, room_id: Some("r1"), errors: &[] };
+        assert_eq!(serde_json::to_string(&ok).unwrap(), r#"{"cleaned":true,"roomId":"r1"}"#);
+        let errors = ["sandbox: gone".to_string()];
+        let partial = CleanupResponse { cleaned: true, room_id: None, errors: &errors };
+        assert_eq!(serde_json::to_string(&partial).unwrap(), r#"{"cleaned":true,"errors":["sandbox: gone"]}"#);
+    }
+
+    #[test]
+    fn exec_response_uses_camel_case() {
+        let result: ExecResult = serde_json::from_str(
+            r#"{"stdout":"hi\n","stderr":"","exitCode":0,"success":true,"command":"echo hi","duration":3,"timestamp":"2026-11-29T16:00:00.000Z"}"#,
+        )
+        .unwrap();
+        let json = serde_json::to_value(ExecResponse { result, sandbox_name: sandbox_name("r") }).unwrap();
+        assert_eq!(json["sandboxName"], "sandbox-r");
+        assert_eq!(json["result"]["exitCode"], 0);
+        assert_eq!(json["result"]["truncated"], false);
+    }
+}

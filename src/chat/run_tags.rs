@@ -1,0 +1,169 @@
+//! `<run>…</run>` tags in a model answer: finding the commands, and turning
+//! their outcomes into the reply the room sees.
+//!
+//! The reply is the answer with every complete `<run>…</run>` span removed,
+//! then one block per command, in order:
+//!
+//! ```text
+//! Output (<cmd>):
+//! <first 500 characters of stdout, else of stderr, else "[no output]">
+//! ```
+//!
+//! or `Error (<cmd>):` and the reason when the sandbox could not run it.
+
+use crate::api::limits::{MAX_RUNS_PER_REPLY, SUMMARY_CHARS};
+
+const OPEN: &str = "<run>";
+const CLOSE: &str = "</run>";
+
+/// What became of one command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Ran { stdout: String, stderr: String },
+    Failed(String),
+}
+
+/// The answer split into its prose and its commands.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parsed<'a> {
+    /// The answer with every `<run>…</run>` span removed.
+    pub prose: String,
+    /// Non-empty command bodies, trimmed, in order; at most [`MAX_RUNS_PER_REPLY`].
+    pub commands: Vec<&'a str>,
+    /// Commands beyond the limit, which are not run.
+    pub skipped: usize,
+}
+
+pub fn parse(answer: &str) -> Parsed<'_> {
+    let mut prose = String::with_capacity(answer.len());
+    let mut commands = Vec::new();
+    let mut rest = answer;
+    while let Some((before, body, after)) = next_span(rest) {
+        prose.push_str(before);
+        let cmd = body.trim();
+        if !cmd.is_empty() {
+            commands.push(cmd);
+        }
+        rest = after;
+    }
+    prose.push_str(rest);
+    let skipped = commands.len().saturating_sub(MAX_RUNS_PER_REPLY);
+    commands.truncate(MAX_RUNS_PER_REPLY);
+    Parsed { prose, commands, skipped }
+}
+
+/// The next complete span as (text before it, its body, text after it).
+fn next_span(text: &str) -> Option<(&str, &str, &str)> {
+    let start = text.find(OPEN)?;
+    let body_start = start + OPEN.len();
+    let body_len = text[body_start..].find(CLOSE)?;
+    let body_end = body_start + body_len;
+    Some((&text[..start], &text[body_start..body_end], &text[body_end + CLOSE.len()..]))
+}
+
+/// The first [`SUMMARY_CHARS`] characters of stdout, else of stderr, else `[no output]`.
+pub fn summary(stdout: &str, stderr: &str) -> String {
+    let text = if !stdout.is_empty() { stdout } else { stderr };
+    if text.is_empty() {
+        "[no output]".to_owned()
+    } else {
+        first_chars(text, SUMMARY_CHARS).to_owned()
+    }
+}
+
+/// The longest prefix of `text` with at most `n` characters; never splits one.
+pub fn first_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// The reply: prose, one block per command run, and a note on skipped ones.
+pub fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
+    let mut reply = parsed.prose.trim_end().to_owned();
+    for (cmd, outcome) in parsed.commands.iter().zip(outcomes) {
+        match outcome {
+            Outcome::Ran { stdout, stderr } => reply.push_str(&format!("\n\nOutput ({cmd}):\n{}", summary(stdout, stderr))),
+            Outcome::Failed(why) => reply.push_str(&format!("\n\nError ({cmd}):\n{why}")),
+        }
+    }
+    if parsed.skipped > 0 {
+        reply.push_str(&format!(
+            "\n\n[{} more command(s) not run: at most {MAX_RUNS_PER_REPLY} run per reply]",
+            parsed.skipped
+        ));
+    }
+    reply.trim().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ran(stdout: &str, stderr: &str) -> Outcome {
+        Outcome::Ran { stdout: stdout.into(), stderr: stderr.into() }
+    }
+
+    #[test]
+    fn finds_commands_in_order_and_removes_spans() {
+        let p = parse("Let me look.\n<run> ls -la </run> then <run>pwd</run><run>  </run> done");
+        assert_eq!(p.commands, ["ls -la", "pwd"]);
+        assert_eq!(p.prose, "Let me look.\n then  done");
+        assert_eq!(p.skipped, 0);
+    }
+
+    #[test]
+    fn multi_line_bodies_and_unclosed_tags() {
+        let p = parse("<run>cd sub\nls</run> and <run>never closed");
+        assert_eq!(p.commands, ["cd sub\nls"]);
+        assert_eq!(p.prose, " and <run>never closed");
+    }
+
+    #[test]
+    fn at_most_five_commands() {
+        let answer: String = (0..7).map(|i| format!("<run>echo {i}</run>")).collect();
+        let p = parse(&answer);
+        assert_eq!(p.commands.len(), MAX_RUNS_PER_REPLY);
+        assert_eq!(p.commands[4], "echo 4");
+        assert_eq!(p.skipped, 2);
+        let outcomes = vec![ran("x", ""); 5];
+        assert!(reply(&p, &outcomes).ends_with("[2 more command(s) not run: at most 5 run per reply]"));
+    }
+
+    #[test]
+    fn summaries_prefer_stdout_then_stderr() {
+        assert_eq!(summary("out", "err"), "out");
+        assert_eq!(summary("", "err"), "err");
+        assert_eq!(summary("", ""), "[no output]");
+        assert_eq!(summary(&"a".repeat(600), ""), "a".repeat(500));
+    }
+
+    #[test]
+    fn cut_never_splits_a_character() {
+        let text = format!("{}é🌍tail", "a".repeat(498));
+        let cut = summary(&text, "");
+        assert_eq!(cut.chars().count(), 500);
+        assert!(cut.ends_with("é🌍"));
+        assert_eq!(first_chars("日本語", 2), "日本");
+        assert_eq!(first_chars("ab", 5), "ab");
+    }
+
+    #[test]
+    fn reply_blocks() {
+        let p = parse("I'll create the file for you.\n<run>echo 'Hello World' > hello.txt</run>");
+        assert_eq!(
+            reply(&p, &[ran("", "")]),
+            "I'll create the file for you.\n\nOutput (echo 'Hello World' > hello.txt):\n[no output]"
+        );
+        let p = parse("<run>ls</run>");
+        assert_eq!(reply(&p, &[Outcome::Failed("sandbox unavailable".into())]), "Error (ls):\nsandbox unavailable");
+    }
+
+    #[test]
+    fn plain_answers_pass_through_trimmed() {
+        let p = parse("  just text \n");
+        assert!(p.commands.is_empty());
+        assert_eq!(reply(&p, &[]), "just text");
+    }
+}

@@ -1,0 +1,69 @@
+//! The Worker's front door: it checks the token, routes, bounds the body and
+//! hands the request to the room's Durable Object (DuetAgent, or Sandbox for
+//! exec). It knows nothing of storage, models or shells.
+
+use worker::{Env, Request, Response, Stub};
+
+use crate::api::route::{self, Action, Route};
+use crate::api::{auth, ApiError};
+use crate::runtime::log::RequestLog;
+use crate::runtime::{body, config, internal, respond, timeout};
+
+pub async fn handle(mut req: Request, env: Env) -> Response {
+    let started = timeout::now_ms();
+    let method = req.method();
+    let path = req.path();
+    let routed = route::parse(method.as_ref(), &path);
+    let (route_name, room) = match &routed {
+        Ok(Route::Health) => ("health", None),
+        Ok(Route::Room { room, action }) => (action.name(), Some(room.clone())),
+        Err(_) => ("unknown", None),
+    };
+    let outcome = match check_token(&req, &env, &path).and(routed) {
+        Ok(route) => dispatch(&mut req, &env, route).await,
+        Err(e) => Err(e),
+    };
+    let error = outcome.as_ref().err().map(ToString::to_string);
+    let response = respond::result(outcome);
+    RequestLog {
+        method: method.as_ref(),
+        route: route_name,
+        room: room.as_deref(),
+        status: response.status_code(),
+        duration_ms: timeout::now_ms().saturating_sub(started),
+        error: error.as_deref(),
+    }
+    .emit();
+    response
+}
+
+/// With `DUET_API_TOKEN` set, `/api/` needs `Authorization: Bearer <token>`.
+fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
+    let Some(token) = config::get(env, "DUET_API_TOKEN").filter(|_| path.starts_with("/api/")) else {
+        return Ok(());
+    };
+    let header = req.headers().get("authorization")?;
+    if auth::authorized(header.as_deref(), &token) {
+        Ok(())
+    } else {
+        Err(ApiError::Unauthorized)
+    }
+}
+
+async fn dispatch(req: &mut Request, env: &Env, route: Route) -> Result<Response, ApiError> {
+    let Route::Room { room, action } = route else {
+        return Ok(Response::ok("ok")?);
+    };
+    let body = match action.has_body() {
+        true => Some(body::read(req).await?),
+        false => None,
+    };
+    internal::send(&object_for(env, &room, action)?, req.method(), &req.path(), body.as_deref()).await
+}
+
+fn object_for(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
+    Ok(match action {
+        Action::Exec => crate::sandbox::object_for(env, room)?,
+        _ => env.durable_object("DUET_AGENT")?.get_by_name(room)?,
+    })
+}

@@ -1,0 +1,30 @@
+//! Requests between this Worker's own parts (the front door, DuetAgent and
+//! Sandbox objects). They reuse the public paths, so one router serves all.
+
+use worker::{js_sys, Method, Request, RequestInit, Response, Stub};
+
+use crate::api::ApiError;
+
+/// Sends `method path` with an optional body to a Durable Object.
+pub async fn send(stub: &Stub, method: Method, path: &str, body: Option<&[u8]>) -> Result<Response, ApiError> {
+    let mut init = RequestInit::new();
+    init.with_method(method);
+    if let Some(body) = body {
+        init.with_body(Some(js_sys::Uint8Array::from(body).into()));
+    }
+    let request = Request::new_with_init(&format!("https://duet.internal{path}"), &init)?;
+    Ok(stub.fetch_with_request(request).await?)
+}
+
+/// The `error` of a JSON error body, or the status when there is none.
+pub async fn error_of(mut response: Response) -> String {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        error: String,
+    }
+    let status = response.status_code();
+    match response.json::<Body>().await {
+        Ok(body) => body.error,
+        Err(_) => format!("status {status}"),
+    }
+}

@@ -1,0 +1,26 @@
+//! One JSON line per request (room, route, status, duration, and the cause of
+//! an error), written to the Workers log. Never a secret, a message text or a
+//! command's output.
+
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct RequestLog<'a> {
+    pub method: &'a str,
+    pub route: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub room: Option<&'a str>,
+    pub status: u16,
+    #[serde(rename = "durationMs")]
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+}
+
+impl RequestLog<'_> {
+    pub fn emit(&self) {
+        if let Ok(line) = serde_json::to_string(self) {
+            worker::console_log!("{line}");
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Thin glue between the pure API modules and the Workers runtime: bounded
+//! waits, bounded body reads, JSON responses, request logs, settings.
+
+pub mod body;
+pub mod internal;
+pub mod config;
+pub mod log;
+pub mod respond;
+pub mod timeout;

@@ -1,0 +1,26 @@
+//! Builds responses: JSON bodies, and the one conversion from [`ApiError`].
+
+use serde::Serialize;
+use worker::{Response, Result};
+
+use crate::api::ApiError;
+
+pub fn json<T: Serialize>(status: u16, body: &T) -> Result<Response> {
+    Ok(Response::from_json(body)?.with_status(status))
+}
+
+pub fn error(e: &ApiError) -> Response {
+    let response = json(e.status(), &e.body()).and_then(|mut response| {
+        if let Some(allow) = e.allow() {
+            response.headers_mut().set("Allow", allow)?;
+        }
+        Ok(response)
+    });
+    // Building a small JSON response only fails if the runtime is broken.
+    response.unwrap_or_else(|_| Response::empty().expect("an empty response").with_status(e.status()))
+}
+
+/// A handler's result as a response, whichever way it went.
+pub fn result(outcome: std::result::Result<Response, ApiError>) -> Response {
+    outcome.unwrap_or_else(|e| error(&e))
+}

@@ -1,0 +1,62 @@
+//! Room sandboxes: the Sandbox Durable Object (`sandbox-{roomId}`), which
+//! drives sandboxd in a container, and the typed client the rest of the
+//! Worker uses to reach it.
+
+mod object;
+mod sandboxd;
+
+pub use object::Sandbox;
+
+use worker::{Env, Method};
+
+use crate::api::limits::EXEC_DEFAULT_TIMEOUT_MS;
+use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
+use crate::api::{validate, ApiError};
+use crate::chat::run_tags::Outcome;
+use crate::runtime::internal;
+
+/// The Sandbox object of a room.
+pub fn object_for(env: &Env, room: &str) -> worker::Result<worker::Stub> {
+    env.durable_object("Sandbox")?.get_by_name(&sandbox_name(room))
+}
+
+/// A typed handle on one room's Sandbox object.
+pub struct SandboxStub(worker::Stub);
+
+impl SandboxStub {
+    pub fn for_room(env: &Env, room: &str) -> Result<Self, ApiError> {
+        Ok(Self(object_for(env, room)?))
+    }
+
+    /// Runs a command from a `<run>` tag with at most `budget_ms` for it.
+    pub async fn run(&self, room: &str, cmd: &str, budget_ms: u64) -> Outcome {
+        if let Err(why) = validate::command(cmd) {
+            return Outcome::Failed(format!("command {why}"));
+        }
+        let request = ExecRequest { cmd: cmd.to_owned(), timeout_ms: budget_ms.min(EXEC_DEFAULT_TIMEOUT_MS) };
+        let body = serde_json::to_vec(&request).expect("an exec request serializes");
+        let path = format!("/api/rooms/{room}/sandbox/exec");
+        let mut response = match internal::send(&self.0, Method::Post, &path, Some(&body)).await {
+            Ok(response) => response,
+            Err(e) => return Outcome::Failed(e.to_string()),
+        };
+        if response.status_code() != 200 {
+            return Outcome::Failed(internal::error_of(response).await);
+        }
+        match response.json::<ExecResponse>().await {
+            Ok(ExecResponse { result, .. }) => Outcome::Ran { stdout: result.stdout, stderr: result.stderr },
+            Err(e) => Outcome::Failed(format!("unexpected sandbox answer: {e}")),
+        }
+    }
+
+    /// Ends the room's shell and removes its files.
+    pub async fn destroy(&self, room: &str) -> Result<(), String> {
+        let response = internal::send(&self.0, Method::Delete, &format!("/api/rooms/{room}"), None)
+            .await
+            .map_err(|e| e.to_string())?;
+        match response.status_code() {
+            200 => Ok(()),
+            _ => Err(internal::error_of(response).await),
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The Sandbox Durable Object. It owns no state of its own: the shell and the
+//! files live in sandboxd. It validates commands, finds sandboxd (its
+//! container, or `SANDBOX_URL` where there is none), and bounds every call.
+
+use worker::{durable_object, DurableObject, Env, Request, Response, State};
+
+use super::sandboxd::Sandboxd;
+use crate::api::route::{self, Action, Route};
+use crate::api::wire::{sandbox_name, ExecResponse};
+use crate::api::{validate, ApiError};
+use crate::runtime::{body, respond};
+
+#[durable_object]
+pub struct Sandbox {
+    state: State,
+    env: Env,
+    /// Whether the container answered since it was last started.
+    ready: std::cell::Cell<bool>,
+}
+
+impl DurableObject for Sandbox {
+    fn new(state: State, env: Env) -> Self {
+        Self { state, env, ready: std::cell::Cell::new(false) }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        Ok(respond::result(self.handle(&mut req).await))
+    }
+}
+
+impl Sandbox {
+    async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
+        let Route::Room { room, action } = route::parse(req.method().as_ref(), &req.path())? else {
+            return Err(ApiError::NotFound);
+        };
+        let name = sandbox_name(&room);
+        match action {
+            Action::Exec => {
+                let request = validate::exec_request(&body::read(req).await?)?;
+                let result = self.sandboxd()?.exec(&name, &request).await?;
+                Ok(respond::json(200, &ExecResponse { result, sandbox_name: name })?)
+            }
+            Action::Cleanup => {
+                self.sandboxd()?.destroy(&name).await?;
+                Ok(respond::json(200, &serde_json::json!({ "destroyed": true }))?)
+            }
+            Action::SendMessage | Action::History => Err(ApiError::NotFound),
+        }
+    }
+
+    fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
+        Sandboxd::locate(&self.state, &self.env, &self.ready)
+    }
+}

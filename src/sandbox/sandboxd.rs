@@ -1,0 +1,138 @@
+//! Talking to sandboxd, the program in the sandbox container that keeps one
+//! persistent bash per sandbox name. Its protocol:
+//!
+//! - `GET /health` answers `ok` once it listens;
+//! - `POST /v1/sandboxes/{name}/exec` with `{"cmd", "timeoutMs"}` runs one
+//!   command and answers the result the public exec route returns;
+//! - `DELETE /v1/sandboxes/{name}` ends the shell and removes its files.
+//!
+//! In production sandboxd runs in this object's container, which is started
+//! on demand and polled (with backoff, for at most [`CONTAINER_START_MS`])
+//! until it answers. Where there is no container (`wrangler dev` without
+//! Docker) the `SANDBOX_URL` var points at a sandboxd run by hand. No call
+//! waits longer than the command's own limit plus [`SANDBOXD_MARGIN_MS`].
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use wasm_bindgen::JsValue;
+use worker::{Container, Delay, Env, Fetch, Method, Request, RequestInit, Response, State};
+
+use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS};
+use crate::api::wire::{ExecRequest, ExecResult};
+use crate::api::ApiError;
+use crate::runtime::{config, timeout};
+
+/// The port sandboxd listens on in the container (see the Dockerfile).
+const PORT: u16 = 8080;
+/// Where requests to the container go; only the path matters.
+const CONTAINER_ORIGIN: &str = "http://sandboxd";
+
+enum Place {
+    Container(Container),
+    Url(String),
+}
+
+pub struct Sandboxd<'a> {
+    place: Place,
+    ready: &'a Cell<bool>,
+}
+
+impl<'a> Sandboxd<'a> {
+    pub fn locate(state: &State, env: &Env, ready: &'a Cell<bool>) -> Result<Self, ApiError> {
+        let place = match (state.container(), config::get(env, "SANDBOX_URL")) {
+            (Some(container), _) => Place::Container(container),
+            (None, Some(url)) => Place::Url(url.trim_end_matches('/').to_owned()),
+            (None, None) => {
+                return Err(ApiError::SandboxUnavailable(
+                    "no container here (containers need Docker or Cloudflare) and SANDBOX_URL is not set; \
+                     start sandboxd and set SANDBOX_URL to its address"
+                        .into(),
+                ))
+            }
+        };
+        Ok(Self { place, ready })
+    }
+
+    pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<ExecResult, ApiError> {
+        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
+        let mut response = self.call(Method::Post, &format!("/v1/sandboxes/{name}/exec"), Some(body), limit).await?;
+        response
+            .json()
+            .await
+            .map_err(|e| ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}")))
+    }
+
+    pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {
+        if let Place::Container(container) = &self.place {
+            // The container's disk goes with it: nothing of the room survives.
+            if container.running() {
+                container.destroy(None).await?;
+            }
+            self.ready.set(false);
+            return Ok(());
+        }
+        self.call(Method::Delete, &format!("/v1/sandboxes/{name}"), None, SANDBOXD_MARGIN_MS).await?;
+        Ok(())
+    }
+
+    async fn call(&self, method: Method, path: &str, body: Option<String>, limit_ms: u64) -> Result<Response, ApiError> {
+        self.start().await?;
+        let attempt = timeout::within(limit_ms, self.send(method, path, body)).await;
+        let response = match attempt {
+            None => return Err(ApiError::SandboxTimeout(limit_ms)),
+            Some(Err(e)) => {
+                self.ready.set(false);
+                return Err(ApiError::SandboxFailed(format!("cannot reach sandboxd: {e}")));
+            }
+            Some(Ok(response)) => response,
+        };
+        match response.status_code() {
+            200 => Ok(response),
+            status => {
+                let why = crate::runtime::internal::error_of(response).await;
+                Err(ApiError::SandboxFailed(format!("sandboxd answered {status}: {why}")))
+            }
+        }
+    }
+
+    async fn send(&self, method: Method, path: &str, body: Option<String>) -> worker::Result<Response> {
+        let mut init = RequestInit::new();
+        init.with_method(method);
+        if let Some(body) = body {
+            init.with_body(Some(JsValue::from_str(&body)));
+        }
+        match &self.place {
+            Place::Container(container) => {
+                container.get_tcp_port(PORT)?.fetch(format!("{CONTAINER_ORIGIN}{path}"), Some(init)).await
+            }
+            Place::Url(base) => Fetch::Request(Request::new_with_init(&format!("{base}{path}"), &init)?).send().await,
+        }
+    }
+
+    /// Starts the container if needed and waits until sandboxd answers.
+    async fn start(&self) -> Result<(), ApiError> {
+        let Place::Container(container) = &self.place else {
+            return Ok(());
+        };
+        if self.ready.get() && container.running() {
+            return Ok(());
+        }
+        if !container.running() {
+            container.start(None)?;
+        }
+        let deadline = timeout::now_ms() + CONTAINER_START_MS;
+        let mut pause = 50;
+        while timeout::now_ms() < deadline {
+            let health = timeout::within(1_000, self.send(Method::Get, "/health", None)).await;
+            if matches!(health, Some(Ok(ref r)) if r.status_code() == 200) {
+                self.ready.set(true);
+                return Ok(());
+            }
+            Delay::from(Duration::from_millis(pause)).await;
+            pause = (pause * 2).min(1_000);
+        }
+        Err(ApiError::SandboxUnavailable(format!("the container did not answer within {CONTAINER_START_MS} ms")))
+    }
+}

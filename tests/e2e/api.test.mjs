@@ -1,0 +1,136 @@
+// Routing, errors and request limits of the built worker on workerd.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { client, startWorker } from "./support/stack.mjs";
+
+const ROOM = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
+
+describe("routes and errors", () => {
+  let worker;
+  before(async () => {
+    worker = await startWorker();
+  });
+  after(() => worker.stop());
+
+  test("GET /health is plain ok", async () => {
+    const res = await worker.api("GET", "/health");
+    assert.equal(res.status, 200);
+    assert.equal(res.text, "ok");
+    assert.match(res.headers.get("content-type"), /^text\/plain/);
+  });
+
+  test("unknown paths are a JSON 404 naming the endpoints", async () => {
+    for (const route of ["/", "/nope", "/api/rooms", `/api/rooms/${ROOM}/other`, "/health/x"]) {
+      const res = await worker.api("GET", route);
+      assert.equal(res.status, 404, route);
+      assert.match(res.json.error, /POST \/api\/rooms\/\{roomId\}\/message/);
+      assert.match(res.json.error, /DELETE \/api\/rooms\/\{roomId\}/);
+    }
+  });
+
+  test("known paths with the wrong method are a JSON 405 with Allow", async () => {
+    const cases = [
+      ["POST", "/health", "GET"],
+      ["GET", `/api/rooms/${ROOM}/message`, "POST"],
+      ["PUT", `/api/rooms/${ROOM}/messages`, "GET, POST"],
+      ["GET", `/api/rooms/${ROOM}/sandbox/exec`, "POST"],
+      ["POST", `/api/rooms/${ROOM}`, "DELETE"],
+    ];
+    for (const [method, route, allow] of cases) {
+      const res = await worker.api(method, route);
+      assert.equal(res.status, 405, `${method} ${route}`);
+      assert.equal(res.headers.get("allow"), allow);
+      assert.equal(typeof res.json.error, "string");
+    }
+  });
+
+  test("room ids: UUIDs and [A-Za-z0-9._-]{1,128} work, anything else is a 400", async () => {
+    for (const room of [ROOM, "a.b_c-D9", "x".repeat(128)]) {
+      const res = await worker.api("GET", `/api/rooms/${room}/messages`);
+      assert.equal(res.status, 200, room);
+      assert.deepEqual(res.json, { messages: [] });
+    }
+    for (const room of ["x".repeat(129), "a%2Fb", "a%00b", "a%0Ab", "caf%C3%A9", "a%20b", "%zz"]) {
+      const res = await worker.api("GET", `/api/rooms/${room}/messages`);
+      assert.equal(res.status, 400, room);
+      assert.ok(res.json.details.roomId.length > 0, room);
+    }
+    const empty = await worker.api("POST", "/api/rooms//message", { text: "hi" });
+    assert.equal(empty.status, 400);
+  });
+
+  test("bad message bodies are a 400 with details per field", async () => {
+    const url = `/api/rooms/${ROOM}/message`;
+    const cases = [
+      ["not json", undefined],
+      ["", undefined],
+      ["[1,2]", undefined],
+      [{}, "text"],
+      [{ text: "   \n" }, "text"],
+      [{ text: 42 }, "text"],
+      [{ text: "hi", userId: 7 }, "userId"],
+      [{ text: "x".repeat(8001) }, "text"],
+      [{ text: "hi", userId: "u".repeat(129) }, "userId"],
+    ];
+    for (const [body, field] of cases) {
+      const res = await worker.api("POST", url, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(typeof res.json.error, "string");
+      if (field) assert.ok(res.json.details[field].length > 0, field);
+    }
+    const history = await worker.api("GET", `/api/rooms/${ROOM}/messages`);
+    assert.deepEqual(history.json.messages, [], "a refused message is not stored");
+  });
+
+  test("bad exec bodies are a 400 with details", async () => {
+    const url = `/api/rooms/${ROOM}/sandbox/exec`;
+    for (const [body, field] of [[{}, "cmd"], [{ cmd: "" }, "cmd"], [{ cmd: ["ls"] }, "cmd"], [{ cmd: "true", timeoutMs: 0 }, "timeoutMs"]]) {
+      const res = await worker.api("POST", url, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.ok(res.json.details[field].length > 0);
+    }
+    assert.equal((await worker.api("POST", url, "{")).status, 400);
+  });
+
+  test("bodies over 64 KiB are a JSON 413, declared or streamed", async () => {
+    const big = JSON.stringify({ text: "x".repeat(70 * 1024) });
+    const declared = await worker.api("POST", `/api/rooms/${ROOM}/message`, big);
+    assert.equal(declared.status, 413);
+    assert.match(declared.json.error, /65536/);
+
+    const chunks = new ReadableStream({
+      start(controller) {
+        for (let i = 0; i < 80; i++) controller.enqueue(new TextEncoder().encode("x".repeat(1024)));
+        controller.close();
+      },
+    });
+    const res = await fetch(`${worker.url}/api/rooms/${ROOM}/sandbox/exec`, { method: "POST", body: chunks, duplex: "half" });
+    assert.equal(res.status, 413);
+    assert.match((await res.json()).error, /too large/);
+
+    const fits = await worker.api("POST", `/api/rooms/${ROOM}/message`, JSON.stringify({ text: "ok", pad: "y".repeat(60 * 1024) }));
+    assert.equal(fits.status, 200);
+  });
+});
+
+describe("optional bearer token", () => {
+  let worker;
+  before(async () => {
+    worker = await startWorker({ vars: { DUET_API_TOKEN: "t0ken-for-tests" } });
+  });
+  after(() => worker.stop());
+
+  test("/api/ needs the token, /health does not", async () => {
+    assert.equal((await worker.api("GET", "/health")).status, 200);
+    for (const auth of [undefined, "Bearer wrong", "t0ken-for-tests", "Bearer t0ken-for-test"]) {
+      const headers = auth ? { authorization: auth } : {};
+      const res = await worker.api("GET", `/api/rooms/${ROOM}/messages`, undefined, headers);
+      assert.equal(res.status, 401, String(auth));
+      assert.match(res.json.error, /token/);
+    }
+    const authed = client(worker.url, { authorization: "Bearer t0ken-for-tests" });
+    assert.equal((await authed("GET", `/api/rooms/${ROOM}/messages`)).status, 200);
+    assert.equal((await authed("POST", `/api/rooms/${ROOM}/message`, { text: "hi" })).status, 200);
+  });
+});

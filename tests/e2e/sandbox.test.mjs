@@ -1,0 +1,149 @@
+// Room sandboxes end to end: the worker on workerd, its Sandbox objects, and
+// a real sandboxd running bash as a local process.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+
+import { freePort, startSandboxd, startWorker } from "./support/stack.mjs";
+
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+describe("sandbox exec, <run> tags and cleanup", () => {
+  let sandboxd, worker;
+  before(async () => {
+    sandboxd = await startSandboxd();
+    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+  });
+  const newRoom = () => randomUUID();
+  const exec = (room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
+
+  test("exec answers the documented result", async () => {
+    const room = newRoom();
+    const res = await exec(room, "echo hi");
+    assert.equal(res.status, 200);
+    assert.equal(res.json.sandboxName, `sandbox-${room}`);
+    const r = res.json.result;
+    assert.deepEqual(
+      { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode, success: r.success, command: r.command },
+      { stdout: "hi\n", stderr: "", exitCode: 0, success: true, command: "echo hi" },
+    );
+    assert.ok(Number.isInteger(r.duration) && r.duration >= 0);
+    assert.match(r.timestamp, ISO);
+  });
+
+  test("a failing command is still a 200, with its exit code and stderr", async () => {
+    const res = await exec(newRoom(), "echo out; echo err >&2; exit 3");
+    assert.equal(res.status, 200);
+    assert.deepEqual(
+      [res.json.result.stdout, res.json.result.stderr, res.json.result.exitCode, res.json.result.success],
+      ["out\n", "err\n", 3, false],
+    );
+  });
+
+  test("files, working directory and environment persist between commands", async () => {
+    const room = newRoom();
+    assert.equal((await exec(room, "mkdir -p sub && cd sub && export GREETING=hola && echo data > f.txt")).json.result.exitCode, 0);
+    const res = await exec(room, 'pwd; echo "$GREETING"; cat f.txt');
+    const [pwd, greeting, data] = res.json.result.stdout.trim().split("\n");
+    assert.match(pwd, /\/sandbox-[0-9a-f-]+\/sub$/);
+    assert.deepEqual([greeting, data], ["hola", "data"]);
+  });
+
+  test("two rooms never see each other's sandbox", async () => {
+    const [a, b] = [newRoom(), newRoom()];
+    await exec(a, "echo secret > mine.txt && mkdir deep && cd deep");
+    const inB = await exec(b, "ls; pwd");
+    assert.equal(inB.json.result.stdout.includes("mine.txt"), false);
+    assert.doesNotMatch(inB.json.result.stdout, /deep/);
+    assert.equal((await exec(b, "cat mine.txt")).json.result.success, false);
+    assert.match((await exec(a, "pwd")).json.result.stdout, /deep\n$/);
+  });
+
+  test("a command over its timeoutMs is stopped and reported", async () => {
+    const room = newRoom();
+    const res = await exec(room, "sleep 30", { timeoutMs: 500 });
+    assert.equal(res.status, 200);
+    assert.equal(res.json.result.timedOut, true);
+    assert.equal(res.json.result.success, false);
+    assert.ok(res.json.result.duration < 5000);
+    assert.equal((await exec(room, "echo still here")).json.result.stdout, "still here\n");
+  });
+
+  test("<run> tags run in order in the room's sandbox and become output blocks", async () => {
+    const room = newRoom();
+    const answer = "raw Let me look.\n<run>mkdir -p proj && cd proj</run>\n<run>pwd</run><run>true</run><run>ls /no/such/dir</run>";
+    const res = await worker.api("POST", `/api/rooms/${room}/message`, { text: answer });
+    assert.equal(res.status, 200);
+    const blocks = res.json.reply.split(/\n\n(?=Output|Error)/).map((block) => block.trim());
+    assert.equal(blocks[0], "Let me look.");
+    assert.equal(blocks[1], "Output (mkdir -p proj && cd proj):\n[no output]");
+    assert.match(blocks[2], /^Output \(pwd\):\n\/.*\/sandbox-[0-9a-f-]+\/proj$/);
+    assert.equal(blocks[3], "Output (true):\n[no output]");
+    assert.match(blocks[4], /^Output \(ls \/no\/such\/dir\):\nls: cannot access '\/no\/such\/dir': No such file or directory$/);
+    assert.equal(blocks.length, 5);
+    assert.doesNotMatch(res.json.reply, /<run>|<\/run>/);
+    assert.equal(res.json.messages[1].text, res.json.reply, "the stored reply is the final one");
+    assert.match((await exec(room, "pwd")).json.result.stdout, /\/proj\n$/, "the agent shares the room's shell");
+  });
+
+  test("outputs are cut at 500 characters, never inside a multi-byte character", async () => {
+    const cmd = "printf 'a%.0s' $(seq 499); printf 'é€🌍 tail'";
+    const res = await worker.api("POST", `/api/rooms/${newRoom()}/message`, { text: `raw <run>${cmd}</run>` });
+    const output = res.json.reply.split(":\n")[1];
+    assert.equal([...output].length, 500);
+    assert.equal(output, `${"a".repeat(499)}é`);
+  });
+
+  test("at most five commands run per reply, and the reply says so", async () => {
+    const room = newRoom();
+    const tags = Array.from({ length: 7 }, (_, i) => `<run>echo ${i} >> ran.txt</run>`).join("");
+    const res = await worker.api("POST", `/api/rooms/${room}/message`, { text: `raw ${tags}` });
+    assert.match(res.json.reply, /\[2 more command\(s\) not run: at most 5 run per reply\]$/);
+    assert.equal((await exec(room, "cat ran.txt")).json.result.stdout, "0\n1\n2\n3\n4\n");
+  });
+
+  test("cleanup gives a fresh sandbox and an empty history", async () => {
+    const room = newRoom();
+    await worker.api("POST", `/api/rooms/${room}/message`, { text: "raw <run>echo x > keep.txt && mkdir d && cd d && export K=1</run>" });
+    const res = await worker.api("DELETE", `/api/rooms/${room}`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json, { cleaned: true, roomId: room });
+    assert.deepEqual((await worker.api("GET", `/api/rooms/${room}/messages`)).json, { messages: [] });
+    const after = await exec(room, 'ls -A; echo "K=$K"; pwd');
+    assert.match(after.json.result.stdout, /^K=\n\/.*\/sandbox-[0-9a-f-]+\n$/);
+  });
+});
+
+describe("without a working sandbox", () => {
+  test("exec is a JSON 502 when sandboxd is unreachable, and <run> reports an Error block", async () => {
+    const worker = await startWorker({ vars: { SANDBOX_URL: `http://127.0.0.1:${await freePort()}` } });
+    try {
+      const res = await worker.api("POST", "/api/rooms/down/sandbox/exec", { cmd: "echo hi" });
+      assert.equal(res.status, 502);
+      assert.match(res.json.error, /cannot reach sandboxd/);
+      const chat = await worker.api("POST", "/api/rooms/down/message", { text: "raw Trying.<run>echo hi</run>" });
+      assert.equal(chat.status, 200);
+      assert.match(chat.json.reply, /^Trying\.\n\nError \(echo hi\):\nsandbox failed: cannot reach sandboxd/);
+      const cleanup = await worker.api("DELETE", "/api/rooms/down");
+      assert.equal(cleanup.status, 207);
+      assert.match(cleanup.json.errors[0], /^sandbox: /);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  test("exec is a JSON 503 naming what is missing when there is no sandbox at all", async () => {
+    const worker = await startWorker();
+    try {
+      const res = await worker.api("POST", "/api/rooms/none/sandbox/exec", { cmd: "echo hi" });
+      assert.equal(res.status, 503);
+      assert.match(res.json.error, /SANDBOX_URL/);
+    } finally {
+      await worker.stop();
+    }
+  });
+});

@@ -1,0 +1,119 @@
+// Starts the pieces an end-to-end test needs: the built Worker on workerd
+// (through Miniflare, with real SQLite Durable Object storage) and a real
+// sandboxd process.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Miniflare } from "miniflare";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const COMPATIBILITY_DATE = "2026-04-01";
+
+export function tempDir(prefix) {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `duet-${prefix}-`));
+}
+
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * The built worker on workerd.
+ * ai: "standin" (scripted Workers AI binding), "local" (the binding as
+ * `wrangler dev --local` gives it, which only throws) or "none".
+ */
+export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state") } = {}) {
+  const worker = {
+    name: "duet",
+    modules: true,
+    scriptPath: path.join(ROOT, "build/index.js"),
+    modulesRoot: path.join(ROOT, "build"),
+    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
+    compatibilityDate: COMPATIBILITY_DATE,
+    durableObjects: {
+      DUET_AGENT: { className: "DuetAgent", useSQLite: true },
+      Sandbox: { className: "Sandbox", useSQLite: true },
+    },
+    bindings: vars,
+  };
+  const workers = [worker];
+  if (ai === "standin") {
+    worker.wrappedBindings = { AI: { scriptName: "ai-standin" } };
+    workers.push({
+      name: "ai-standin",
+      modules: [{ type: "ESModule", path: "ai-standin.mjs", contents: fs.readFileSync(new URL("./ai-standin.mjs", import.meta.url), "utf8") }],
+    });
+  } else if (ai === "local") {
+    worker.ai = { binding: "AI" };
+  }
+  const mf = new Miniflare({ workers, host: "127.0.0.1", port: await freePort(), durableObjectsPersist: persistDir, log: undefined });
+  const url = (await mf.ready).toString().replace(/\/$/, "");
+  return { url, persistDir, api: client(url), stop: () => mf.dispose() };
+}
+
+/** A real sandboxd on loopback, built by `cargo build --release -p sandboxd`. */
+export async function startSandboxd({ root = tempDir("sandboxes"), port } = {}) {
+  port ??= await freePort();
+  const bin = path.join(ROOT, "target/release/sandboxd");
+  const child = spawn(bin, ["--listen", `127.0.0.1:${port}`, "--root", root], { stdio: ["ignore", "ignore", "pipe"] });
+  child.stderr.on("data", () => {}); // one line per command; not needed here
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      if (i > 100) throw new Error("sandboxd did not start");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  return {
+    url,
+    root,
+    port,
+    child,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** JSON-over-HTTP calls that return status, headers, parsed body and raw text. */
+export function client(base, defaultHeaders = {}) {
+  return async function api(method, route, body, headers = {}) {
+    const init = { method, headers: { ...defaultHeaders, ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+      init.headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(base + route, init);
+    const text = await res.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  };
+}
+
+/** Asserts the shape the Go server decodes: integer ts, roles, optional userId. */
+export function assertMessages(assert, messages) {
+  assert.ok(Array.isArray(messages));
+  for (const m of messages) {
+    assert.ok(m.role === "user" || m.role === "agent", `role ${m.role}`);
+    assert.equal(typeof m.text, "string");
+    assert.ok(Number.isSafeInteger(m.ts) && m.ts > 1.7e12, `ts ${m.ts}`);
+    if ("userId" in m) assert.equal(typeof m.userId, "string");
+  }
+}

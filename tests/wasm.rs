@@ -1,0 +1,43 @@
+//! What only shows in wasm: how Rust values cross into JavaScript.
+#![cfg(target_arch = "wasm32")]
+
+use duet_cf_worker::ai::workers_ai::Input;
+use duet_cf_worker::api::wire::{Message, Role};
+use duet_cf_worker::chat::context;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test;
+use worker::js_sys::{Array, Map, Object, Reflect};
+
+fn get(target: &JsValue, key: &str) -> JsValue {
+    Reflect::get(target, &JsValue::from_str(key)).unwrap()
+}
+
+/// Workers AI reads `input.messages`; a `Map` would have none.
+#[wasm_bindgen_test]
+fn workers_ai_input_is_a_plain_object() {
+    let history = [Message { role: Role::Agent, user_id: None, text: "earlier".into(), ts: 1 }];
+    let messages = context::build(&history, "now");
+    let value = serde_wasm_bindgen::to_value(&Input { messages: &messages, max_tokens: 512 }).unwrap();
+    assert!(!value.is_instance_of::<Map>());
+    assert_eq!(Object::get_prototype_of(&value), Object::get_prototype_of(&Object::new()));
+    let list: Array = get(&value, "messages").dyn_into().unwrap();
+    assert_eq!(list.length(), 3);
+    let second = list.get(1);
+    assert!(!second.is_instance_of::<Map>());
+    assert_eq!(get(&second, "role").as_string().unwrap(), "assistant");
+    assert_eq!(get(&second, "content").as_string().unwrap(), "earlier");
+    assert_eq!(get(&value, "max_tokens").as_f64(), Some(512.0));
+}
+
+/// SQLite rows reach Rust as JS objects whose integers are numbers.
+#[wasm_bindgen_test]
+fn stored_rows_become_messages_with_integer_ts() {
+    let row = Object::new();
+    Reflect::set(&row, &"role".into(), &"user".into()).unwrap();
+    Reflect::set(&row, &"userId".into(), &JsValue::NULL).unwrap();
+    Reflect::set(&row, &"text".into(), &"hi".into()).unwrap();
+    Reflect::set(&row, &"ts".into(), &JsValue::from_f64(1_764_400_000_000.0)).unwrap();
+    let message: Message = serde_wasm_bindgen::from_value(row.into()).unwrap();
+    assert_eq!(message, Message { role: Role::User, user_id: None, text: "hi".into(), ts: 1_764_400_000_000 });
+    assert_eq!(serde_json::to_string(&message).unwrap(), r#"{"role":"user","text":"hi","ts":1764400000000}"#);
+}

@@ -8,7 +8,7 @@ WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/,
 export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo_tool() { # binary crate version
-  if ! "$1" --version 2>/dev/null | grep -qF " $3"; then
+  if ! "$1" --version 2>/dev/null | grep -qwF "$3"; then
     echo "installing $2 $3" >&2
     cargo install --quiet "$2" --version "$3" --force
   fi
@@ -19,4 +19,9 @@ ensure_build_tools() {
   cargo_tool worker-build worker-build "$WORKER_BUILD_VERSION"
   cargo_tool wasm-bindgen wasm-bindgen-cli "$WASM_BINDGEN_VERSION"
   [ -x node_modules/.bin/wrangler ] || npm ci --no-audit --no-fund
+}
+
+# The Go compiler decodes responses as the Duet Go server does (tests/go).
+ensure_test_tools() {
+  command -v go >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; }
 }

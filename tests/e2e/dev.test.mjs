@@ -1,0 +1,57 @@
+// The README's run command, as a newcomer would use it: `npm run dev` builds
+// the worker, starts sandboxd and serves everything on localhost:8788.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { test } from "node:test";
+
+import { startFakeOpenAi } from "./support/fake-openai.mjs";
+import { client, freePort, ROOT } from "./support/stack.mjs";
+
+const BASE = "http://127.0.0.1:8788";
+
+async function waitForHealth(child, ms) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`npm run dev exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${BASE}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error("npm run dev did not serve /health in time");
+}
+
+test("npm run dev serves health, exec, chat with <run> tags and cleanup on :8788", { timeout: 400_000 }, async () => {
+  const ai = await startFakeOpenAi();
+  const child = spawn("npm", ["run", "dev", "--", "--var", `AI_BASE_URL:${ai.url}`, "--var", "AI_MODEL:local-model"], {
+    cwd: ROOT,
+    env: { ...process.env, SANDBOX_PORT: String(await freePort()) },
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  try {
+    await waitForHealth(child, 360_000);
+    const api = client(BASE);
+    const exec = await api("POST", "/api/rooms/dev-room/sandbox/exec", { cmd: "echo from-dev" });
+    assert.equal(exec.status, 200, exec.text);
+    assert.equal(exec.json.result.stdout, "from-dev\n");
+    const chat = await api("POST", "/api/rooms/dev-room/message", { text: "raw Here.<run>echo chat-ran</run>" });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal(chat.json.reply, "Here.\n\nOutput (echo chat-ran):\nchat-ran");
+    assert.equal(ai.requests.at(-1).body.model, "local-model");
+    const cleanup = await api("DELETE", "/api/rooms/dev-room");
+    assert.deepEqual(cleanup.json, { cleaned: true, roomId: "dev-room" });
+  } catch (e) {
+    e.message += `\n--- npm run dev stderr ---\n${stderr.slice(-3000)}`;
+    throw e;
+  } finally {
+    process.kill(-child.pid, "SIGTERM");
+    await exited;
+    await ai.close();
+  }
+});

@@ -6,7 +6,7 @@ use worker::{Env, Request, Response, Stub};
 
 use crate::api::route::{self, Action, Route};
 use crate::api::{auth, ApiError};
-use crate::runtime::log::RequestLog;
+use crate::runtime::log::{self, RequestLog};
 use crate::runtime::{body, config, internal, respond, timeout};
 
 pub async fn handle(mut req: Request, env: Env) -> Response {
@@ -25,21 +25,21 @@ pub async fn handle(mut req: Request, env: Env) -> Response {
     };
     let error = outcome.as_ref().err().map(ToString::to_string);
     let response = respond::result(outcome);
-    RequestLog {
+    log::emit(&RequestLog {
         method: method.as_ref(),
         route: route_name,
         room: room.as_deref(),
         status: response.status_code(),
         duration_ms: timeout::now_ms().saturating_sub(started),
         error: error.as_deref(),
-    }
-    .emit();
+    });
     response
 }
 
 /// With `DUET_API_TOKEN` set, `/api/` needs `Authorization: Bearer <token>`.
 fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
-    let Some(token) = config::get(env, "DUET_API_TOKEN").filter(|_| path.starts_with("/api/")) else {
+    let Some(token) = config::get(env, "DUET_API_TOKEN").filter(|_| path.starts_with("/api/"))
+    else {
         return Ok(());
     };
     let header = req.headers().get("authorization")?;
@@ -58,7 +58,13 @@ async fn dispatch(req: &mut Request, env: &Env, route: Route) -> Result<Response
         true => Some(body::read(req).await?),
         false => None,
     };
-    internal::send(&object_for(env, &room, action)?, req.method(), &req.path(), body.as_deref()).await
+    internal::send(
+        &object_for(env, &room, action)?,
+        req.method(),
+        &req.path(),
+        body.as_deref(),
+    )
+    .await
 }
 
 fn object_for(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {

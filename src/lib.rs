@@ -20,6 +20,10 @@ pub use agent::DuetAgent;
 pub use sandbox::Sandbox;
 
 #[worker::event(fetch)]
-async fn fetch(req: worker::Request, env: worker::Env, _ctx: worker::Context) -> worker::Result<worker::Response> {
+async fn fetch(
+    req: worker::Request,
+    env: worker::Env,
+    _ctx: worker::Context,
+) -> worker::Result<worker::Response> {
     Ok(front::handle(req, env).await)
 }

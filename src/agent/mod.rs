@@ -9,7 +9,9 @@ use worker::{durable_object, DurableObject, Env, Request, Response, State};
 use crate::ai;
 use crate::api::limits::{MESSAGE_BUDGET_MS, SANDBOXD_MARGIN_MS};
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role};
+use crate::api::wire::{
+    CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
+};
 use crate::api::{validate, ApiError};
 use crate::chat::{context, run_tags};
 use crate::runtime::{body, respond, timeout};
@@ -29,7 +31,8 @@ impl DurableObject for DuetAgent {
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        Ok(respond::result(self.handle(&mut req).await))
+        let outcome = self.handle(&mut req).await;
+        Ok(respond::from_object("DuetAgent", &req.path(), outcome))
     }
 }
 
@@ -43,7 +46,12 @@ impl DuetAgent {
                 let request = validate::message_request(&body::read(req).await?)?;
                 self.send(&room, request).await
             }
-            Action::History => Ok(respond::json(200, &HistoryResponse { messages: &self.store.recent()? })?),
+            Action::History => Ok(respond::json(
+                200,
+                &HistoryResponse {
+                    messages: &self.store.recent()?,
+                },
+            )?),
             Action::Cleanup => self.cleanup(&room).await,
             Action::Exec => Err(ApiError::NotFound),
         }
@@ -68,20 +76,48 @@ impl DuetAgent {
         let reply = run_tags::reply(&parsed, &outcomes);
 
         self.store.append(&[
-            Message { role: Role::User, user_id: request.user_id, text: request.text, ts: started as i64 },
-            Message { role: Role::Agent, user_id: None, text: reply.clone(), ts: timeout::now_ms() as i64 },
+            Message {
+                role: Role::User,
+                user_id: request.user_id,
+                text: request.text,
+                ts: started as i64,
+            },
+            Message {
+                role: Role::Agent,
+                user_id: None,
+                text: reply.clone(),
+                ts: timeout::now_ms() as i64,
+            },
         ])?;
         let messages = self.store.recent()?;
-        Ok(respond::json(200, &MessageResponse { reply: &reply, messages: &messages })?)
+        Ok(respond::json(
+            200,
+            &MessageResponse {
+                reply: &reply,
+                messages: &messages,
+            },
+        )?)
     }
 
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
         self.store.clear()?;
-        let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await {
+        let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await
+        {
             Ok(()) => vec![],
             Err(e) => vec![format!("sandbox: {e}")],
         };
-        let (status, room_id) = if errors.is_empty() { (200, Some(room)) } else { (207, None) };
-        Ok(respond::json(status, &CleanupResponse { cleaned: true, room_id, errors: &errors })?)
+        let (status, room_id) = if errors.is_empty() {
+            (200, Some(room))
+        } else {
+            (207, None)
+        };
+        Ok(respond::json(
+            status,
+            &CleanupResponse {
+                cleaned: true,
+                room_id,
+                errors: &errors,
+            },
+        )?)
     }
 }

@@ -51,10 +51,17 @@ impl Store {
                 Role::User => "user",
                 Role::Agent => "agent",
             };
-            [role.into(), m.user_id.clone().into(), m.text.as_str().into(), SqlStorageValue::Integer(m.ts)]
+            [
+                role.into(),
+                m.user_id.clone().into(),
+                m.text.as_str().into(),
+                SqlStorageValue::Integer(m.ts),
+            ]
         });
-        self.sql
-            .exec(&format!("INSERT INTO messages (role, user_id, text, ts) VALUES {rows}"), values.collect::<Vec<_>>())?;
+        self.sql.exec(
+            &format!("INSERT INTO messages (role, user_id, text, ts) VALUES {rows}"),
+            values.collect::<Vec<_>>(),
+        )?;
         self.sql.exec(
             "DELETE FROM messages WHERE id <= (SELECT id FROM messages ORDER BY id DESC LIMIT 1 OFFSET ?)",
             vec![(HISTORY_LIMIT as i64).into()],

@@ -57,5 +57,7 @@ async fn ask(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError>
         return Err(ApiError::AiUnavailable(why.to_owned()));
     };
     let key = config::get(env, "AI_API_KEY");
-    openai::ask(&base_url, key.as_deref(), &model, context).await.map_err(ApiError::AiFailed)
+    openai::ask(&base_url, key.as_deref(), &model, context)
+        .await
+        .map_err(ApiError::AiFailed)
 }

@@ -38,11 +38,24 @@ pub fn endpoint(base_url: &str) -> String {
     format!("{base}/v1/chat/completions")
 }
 
-pub(super) async fn ask(base_url: &str, key: Option<&str>, model: &str, messages: &[ChatMessage<'_>]) -> Result<String, String> {
-    let body = serde_json::to_string(&Completion { model, messages, max_tokens: MAX_TOKENS, stream: false })
-        .map_err(|e| e.to_string())?;
+pub(super) async fn ask(
+    base_url: &str,
+    key: Option<&str>,
+    model: &str,
+    messages: &[ChatMessage<'_>],
+) -> Result<String, String> {
+    let body = serde_json::to_string(&Completion {
+        model,
+        messages,
+        max_tokens: MAX_TOKENS,
+        stream: false,
+    })
+    .map_err(|e| e.to_string())?;
     let request = build(&endpoint(base_url), key, body).map_err(|e| e.to_string())?;
-    let mut response = Fetch::Request(request).send().await.map_err(|e| format!("cannot reach {base_url}: {e}"))?;
+    let mut response = Fetch::Request(request)
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach {base_url}: {e}"))?;
     let status = response.status_code();
     let text = response.text().await.map_err(|e| e.to_string())?;
     if !(200..300).contains(&status) {
@@ -66,7 +79,9 @@ fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> 
         headers.set("authorization", &format!("Bearer {key}"))?;
     }
     let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_headers(headers).with_body(Some(JsValue::from_str(&body)));
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(JsValue::from_str(&body)));
     Request::new_with_init(url, &init)
 }
 
@@ -76,8 +91,17 @@ mod tests {
 
     #[test]
     fn endpoint_accepts_root_or_v1() {
-        for base in ["http://127.0.0.1:11434", "http://127.0.0.1:11434/", "http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1/"] {
-            assert_eq!(endpoint(base), "http://127.0.0.1:11434/v1/chat/completions", "{base}");
+        for base in [
+            "http://127.0.0.1:11434",
+            "http://127.0.0.1:11434/",
+            "http://127.0.0.1:11434/v1",
+            "http://127.0.0.1:11434/v1/",
+        ] {
+            assert_eq!(
+                endpoint(base),
+                "http://127.0.0.1:11434/v1/chat/completions",
+                "{base}"
+            );
         }
     }
 }

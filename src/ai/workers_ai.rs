@@ -22,10 +22,19 @@ struct Output {
 /// What local development's stand-in binding throws.
 const LOCAL_ONLY: &str = "needs to be run remotely";
 
-pub(super) async fn ask(ai: &Ai, model: &str, messages: &[ChatMessage<'_>]) -> Result<String, Failure> {
-    let input = Input { messages, max_tokens: MAX_TOKENS };
+pub(super) async fn ask(
+    ai: &Ai,
+    model: &str,
+    messages: &[ChatMessage<'_>],
+) -> Result<String, Failure> {
+    let input = Input {
+        messages,
+        max_tokens: MAX_TOKENS,
+    };
     match ai.run::<_, Output>(model, input).await {
-        Ok(Output { response: Some(text) }) => Ok(text),
+        Ok(Output {
+            response: Some(text),
+        }) => Ok(text),
         Ok(Output { response: None }) => Err(Failure::Error("Workers AI returned no text".into())),
         Err(e) if e.to_string().contains(LOCAL_ONLY) => Err(Failure::Unusable),
         Err(e) => Err(Failure::Error(format!("Workers AI: {e}"))),

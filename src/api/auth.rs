@@ -27,7 +27,16 @@ mod tests {
     #[test]
     fn accepts_only_the_exact_token() {
         assert!(authorized(Some("Bearer s3cret"), "s3cret"));
-        for header in [None, Some(""), Some("Bearer "), Some("Bearer s3cre"), Some("Bearer s3crett"), Some("bearer s3cret"), Some("s3cret"), Some("Bearer  s3cret")] {
+        for header in [
+            None,
+            Some(""),
+            Some("Bearer "),
+            Some("Bearer s3cre"),
+            Some("Bearer s3crett"),
+            Some("bearer s3cret"),
+            Some("s3cret"),
+            Some("Bearer  s3cret"),
+        ] {
             assert!(!authorized(header, "s3cret"), "{header:?}");
         }
     }

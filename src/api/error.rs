@@ -118,7 +118,10 @@ mod tests {
     fn other_errors_have_no_details() {
         let json = serde_json::to_value(ApiError::NotFound.body()).unwrap();
         assert!(json.get("details").is_none());
-        assert!(json["error"].as_str().unwrap().contains("/api/rooms/{roomId}/sandbox/exec"));
+        assert!(json["error"]
+            .as_str()
+            .unwrap()
+            .contains("/api/rooms/{roomId}/sandbox/exec"));
     }
 
     #[test]

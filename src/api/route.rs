@@ -74,14 +74,20 @@ fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), Api
 /// Decodes and checks a room id from its path segment.
 pub fn room_id(segment: &str) -> Result<String, ApiError> {
     let invalid = |why: &str| ApiError::field("roomId", why);
-    let decoded = percent_decode(segment).ok_or_else(|| invalid("is not valid percent-encoded UTF-8"))?;
+    let decoded =
+        percent_decode(segment).ok_or_else(|| invalid("is not valid percent-encoded UTF-8"))?;
     if decoded.is_empty() {
         return Err(invalid("must not be empty"));
     }
     if decoded.chars().count() > MAX_ROOM_ID_CHARS {
-        return Err(invalid(&format!("must be at most {MAX_ROOM_ID_CHARS} characters")));
+        return Err(invalid(&format!(
+            "must be at most {MAX_ROOM_ID_CHARS} characters"
+        )));
     }
-    if !decoded.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+    if !decoded
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
         return Err(invalid("may contain only A-Z, a-z, 0-9, '.', '_' and '-'"));
     }
     Ok(decoded)
@@ -123,16 +129,39 @@ mod tests {
     fn every_endpoint() {
         let id = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
         assert_eq!(parse("GET", "/health").unwrap(), Route::Health);
-        assert_eq!(room("POST", &format!("/api/rooms/{id}/message")), (id.into(), Action::SendMessage));
-        assert_eq!(room("POST", &format!("/api/rooms/{id}/messages")), (id.into(), Action::SendMessage));
-        assert_eq!(room("GET", &format!("/api/rooms/{id}/messages")), (id.into(), Action::History));
-        assert_eq!(room("POST", &format!("/api/rooms/{id}/sandbox/exec")), (id.into(), Action::Exec));
-        assert_eq!(room("DELETE", &format!("/api/rooms/{id}")), (id.into(), Action::Cleanup));
+        assert_eq!(
+            room("POST", &format!("/api/rooms/{id}/message")),
+            (id.into(), Action::SendMessage)
+        );
+        assert_eq!(
+            room("POST", &format!("/api/rooms/{id}/messages")),
+            (id.into(), Action::SendMessage)
+        );
+        assert_eq!(
+            room("GET", &format!("/api/rooms/{id}/messages")),
+            (id.into(), Action::History)
+        );
+        assert_eq!(
+            room("POST", &format!("/api/rooms/{id}/sandbox/exec")),
+            (id.into(), Action::Exec)
+        );
+        assert_eq!(
+            room("DELETE", &format!("/api/rooms/{id}")),
+            (id.into(), Action::Cleanup)
+        );
     }
 
     #[test]
     fn unknown_paths_are_404() {
-        for path in ["/", "/healthz", "/api", "/api/rooms", "/api/rooms/r/other", "/api/rooms/r/sandbox", "/health/"] {
+        for path in [
+            "/",
+            "/healthz",
+            "/api",
+            "/api/rooms",
+            "/api/rooms/r/other",
+            "/api/rooms/r/sandbox",
+            "/health/",
+        ] {
             assert_eq!(status("GET", path), 404, "{path}");
         }
     }
@@ -148,7 +177,11 @@ mod tests {
         ];
         for (method, path, allowed) in cases {
             let e = parse(method, path).unwrap_err();
-            assert_eq!((e.status(), e.allow()), (405, Some(allowed)), "{method} {path}");
+            assert_eq!(
+                (e.status(), e.allow()),
+                (405, Some(allowed)),
+                "{method} {path}"
+            );
         }
     }
 
@@ -158,15 +191,38 @@ mod tests {
         assert_eq!(room("GET", "/api/rooms/%61bc/messages").0, "abc");
         let longest = "x".repeat(MAX_ROOM_ID_CHARS);
         assert_eq!(room("DELETE", &format!("/api/rooms/{longest}")).0, longest);
-        for bad in ["", "a%2Fb", "a%2fb", "%00", "a%0Ab", "x%20y", "caf%C3%A9", "%zz", "%", "%C3"] {
-            assert_eq!(status("GET", &format!("/api/rooms/{bad}/messages")), 400, "{bad:?}");
+        for bad in [
+            "",
+            "a%2Fb",
+            "a%2fb",
+            "%00",
+            "a%0Ab",
+            "x%20y",
+            "caf%C3%A9",
+            "%zz",
+            "%",
+            "%C3",
+        ] {
+            assert_eq!(
+                status("GET", &format!("/api/rooms/{bad}/messages")),
+                400,
+                "{bad:?}"
+            );
         }
         assert_eq!(status("DELETE", &format!("/api/rooms/{longest}x")), 400);
     }
 
     #[test]
     fn bad_room_id_names_the_field() {
-        let body = serde_json::to_value(parse("GET", "/api/rooms/a%2Fb/messages").unwrap_err().body()).unwrap();
-        assert!(body["details"]["roomId"][0].as_str().unwrap().contains("may contain only"));
+        let body = serde_json::to_value(
+            parse("GET", "/api/rooms/a%2Fb/messages")
+                .unwrap_err()
+                .body(),
+        )
+        .unwrap();
+        assert!(body["details"]["roomId"][0]
+            .as_str()
+            .unwrap()
+            .contains("may contain only"));
     }
 }

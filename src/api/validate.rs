@@ -4,7 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, FieldErrors};
-use super::limits::{EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS};
+use super::limits::{
+    EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
+};
 use super::wire::{ExecRequest, MessageRequest};
 
 /// `{"text": string, "userId"?: string}`; `text` is trimmed and must not be blank.
@@ -18,12 +20,18 @@ pub fn message_request(body: &[u8]) -> Result<MessageRequest, ApiError> {
         None | Some(Value::Null) => None,
         Some(Value::String(id)) => check_text("userId", id.trim(), MAX_USER_ID_CHARS, &mut errors),
         Some(_) => {
-            errors.entry("userId").or_default().push("must be a string".into());
+            errors
+                .entry("userId")
+                .or_default()
+                .push("must be a string".into());
             None
         }
     };
     match text {
-        Some(text) if errors.is_empty() => Ok(MessageRequest { text: text.to_owned(), user_id: user_id.map(str::to_owned) }),
+        Some(text) if errors.is_empty() => Ok(MessageRequest {
+            text: text.to_owned(),
+            user_id: user_id.map(str::to_owned),
+        }),
         _ => Err(ApiError::Invalid(errors)),
     }
 }
@@ -38,7 +46,10 @@ pub fn exec_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
     }
     let timeout_ms = match object.get("timeoutMs") {
         None | Some(Value::Null) => Some(EXEC_DEFAULT_TIMEOUT_MS),
-        Some(value) => match value.as_u64().filter(|ms| (1..=EXEC_MAX_TIMEOUT_MS).contains(ms)) {
+        Some(value) => match value
+            .as_u64()
+            .filter(|ms| (1..=EXEC_MAX_TIMEOUT_MS).contains(ms))
+        {
             Some(ms) => Some(ms),
             None => {
                 let why = format!("must be an integer from 1 to {EXEC_MAX_TIMEOUT_MS}");
@@ -48,7 +59,10 @@ pub fn exec_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
         },
     };
     match (cmd, timeout_ms) {
-        (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(ExecRequest { cmd: cmd.to_owned(), timeout_ms }),
+        (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(ExecRequest {
+            cmd: cmd.to_owned(),
+            timeout_ms,
+        }),
         _ => Err(ApiError::Invalid(errors)),
     }
 }
@@ -72,7 +86,11 @@ fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-fn required_string<'a>(object: &'a Map<String, Value>, field: &'static str, errors: &mut FieldErrors) -> Option<&'a str> {
+fn required_string<'a>(
+    object: &'a Map<String, Value>,
+    field: &'static str,
+    errors: &mut FieldErrors,
+) -> Option<&'a str> {
     let why = match object.get(field) {
         Some(Value::String(s)) => return Some(s),
         None | Some(Value::Null) => "is required",
@@ -82,7 +100,12 @@ fn required_string<'a>(object: &'a Map<String, Value>, field: &'static str, erro
     None
 }
 
-fn check_text<'a>(field: &'static str, text: &'a str, max_chars: usize, errors: &mut FieldErrors) -> Option<&'a str> {
+fn check_text<'a>(
+    field: &'static str,
+    text: &'a str,
+    max_chars: usize,
+    errors: &mut FieldErrors,
+) -> Option<&'a str> {
     let why = if text.is_empty() {
         "must not be blank".to_string()
     } else if text.chars().count() > max_chars {
@@ -106,42 +129,88 @@ mod tests {
     #[test]
     fn message_ok_and_trimmed() {
         let m = message_request(br#"{"text": "  hi there \n", "userId": "ana"}"#).unwrap();
-        assert_eq!(m, MessageRequest { text: "hi there".into(), user_id: Some("ana".into()) });
+        assert_eq!(
+            m,
+            MessageRequest {
+                text: "hi there".into(),
+                user_id: Some("ana".into())
+            }
+        );
         let m = message_request(br#"{"text": "x", "extra": 1}"#).unwrap();
         assert_eq!(m.user_id, None);
     }
 
     #[test]
     fn message_field_errors() {
-        assert_eq!(details(message_request(br#"{}"#).unwrap_err())["text"][0], "is required");
-        assert_eq!(details(message_request(br#"{"text": "   "}"#).unwrap_err())["text"][0], "must not be blank");
+        assert_eq!(
+            details(message_request(br#"{}"#).unwrap_err())["text"][0],
+            "is required"
+        );
+        assert_eq!(
+            details(message_request(br#"{"text": "   "}"#).unwrap_err())["text"][0],
+            "must not be blank"
+        );
         let d = details(message_request(br#"{"text": 5, "userId": 7}"#).unwrap_err());
         assert_eq!(d["text"][0], "must be a string");
         assert_eq!(d["userId"][0], "must be a string");
         let long = format!(r#"{{"text": "{}"}}"#, "é".repeat(MAX_TEXT_CHARS + 1));
-        assert!(details(message_request(long.as_bytes()).unwrap_err())["text"][0].as_str().unwrap().contains("at most"));
+        assert!(
+            details(message_request(long.as_bytes()).unwrap_err())["text"][0]
+                .as_str()
+                .unwrap()
+                .contains("at most")
+        );
         let fits = format!(r#"{{"text": "{}"}}"#, "é".repeat(MAX_TEXT_CHARS));
         assert!(message_request(fits.as_bytes()).is_ok());
     }
 
     #[test]
     fn bodies_that_are_not_objects() {
-        assert!(matches!(message_request(b"not json"), Err(ApiError::BadJson(_))));
+        assert!(matches!(
+            message_request(b"not json"),
+            Err(ApiError::BadJson(_))
+        ));
         assert!(matches!(message_request(b""), Err(ApiError::BadJson(_))));
-        assert!(matches!(message_request(b"[1]"), Err(ApiError::NotAnObject)));
-        assert!(matches!(exec_request(b"\"echo\""), Err(ApiError::NotAnObject)));
+        assert!(matches!(
+            message_request(b"[1]"),
+            Err(ApiError::NotAnObject)
+        ));
+        assert!(matches!(
+            exec_request(b"\"echo\""),
+            Err(ApiError::NotAnObject)
+        ));
     }
 
     #[test]
     fn exec_requests() {
         let e = exec_request(br#"{"cmd": "echo hi"}"#).unwrap();
-        assert_eq!(e, ExecRequest { cmd: "echo hi".into(), timeout_ms: EXEC_DEFAULT_TIMEOUT_MS });
-        assert_eq!(exec_request(br#"{"cmd": "true", "timeoutMs": 50}"#).unwrap().timeout_ms, 50);
-        assert_eq!(details(exec_request(br#"{"cmd": ""}"#).unwrap_err())["cmd"][0], "must not be empty");
-        assert_eq!(details(exec_request(br#"{"cmd": ["ls"]}"#).unwrap_err())["cmd"][0], "must be a string");
+        assert_eq!(
+            e,
+            ExecRequest {
+                cmd: "echo hi".into(),
+                timeout_ms: EXEC_DEFAULT_TIMEOUT_MS
+            }
+        );
+        assert_eq!(
+            exec_request(br#"{"cmd": "true", "timeoutMs": 50}"#)
+                .unwrap()
+                .timeout_ms,
+            50
+        );
+        assert_eq!(
+            details(exec_request(br#"{"cmd": ""}"#).unwrap_err())["cmd"][0],
+            "must not be empty"
+        );
+        assert_eq!(
+            details(exec_request(br#"{"cmd": ["ls"]}"#).unwrap_err())["cmd"][0],
+            "must be a string"
+        );
         for bad in ["0", "-1", "1.5", "\"9\"", "25001"] {
             let body = format!(r#"{{"cmd": "true", "timeoutMs": {bad}}}"#);
-            assert!(details(exec_request(body.as_bytes()).unwrap_err())["timeoutMs"].is_array(), "{bad}");
+            assert!(
+                details(exec_request(body.as_bytes()).unwrap_err())["timeoutMs"].is_array(),
+                "{bad}"
+            );
         }
     }
 }

@@ -92,8 +92,18 @@ mod tests {
 
     #[test]
     fn messages_serialize_as_the_go_server_expects() {
-        let user = Message { role: Role::User, user_id: Some("ana".into()), text: "hi".into(), ts: 1_764_400_000_000 };
-        let agent = Message { role: Role::Agent, user_id: None, text: "hello".into(), ts: 1_764_400_000_950 };
+        let user = Message {
+            role: Role::User,
+            user_id: Some("ana".into()),
+            text: "hi".into(),
+            ts: 1_764_400_000_000,
+        };
+        let agent = Message {
+            role: Role::Agent,
+            user_id: None,
+            text: "hello".into(),
+            ts: 1_764_400_000_950,
+        };
         assert_eq!(
             serde_json::to_string(&[user, agent]).unwrap(),
             r#"[{"role":"user","userId":"ana","text":"hi","ts":1764400000000},{"role":"agent","text":"hello","ts":1764400000950}]"#
@@ -102,11 +112,25 @@ mod tests {
 
     #[test]
     fn cleanup_bodies() {
-        let ok = CleanupResponse { cleaned: true, room_id: Some("r1"), errors: &[] };
-        assert_eq!(serde_json::to_string(&ok).unwrap(), r#"{"cleaned":true,"roomId":"r1"}"#);
+        let ok = CleanupResponse {
+            cleaned: true,
+            room_id: Some("r1"),
+            errors: &[],
+        };
+        assert_eq!(
+            serde_json::to_string(&ok).unwrap(),
+            r#"{"cleaned":true,"roomId":"r1"}"#
+        );
         let errors = ["sandbox: gone".to_string()];
-        let partial = CleanupResponse { cleaned: true, room_id: None, errors: &errors };
-        assert_eq!(serde_json::to_string(&partial).unwrap(), r#"{"cleaned":true,"errors":["sandbox: gone"]}"#);
+        let partial = CleanupResponse {
+            cleaned: true,
+            room_id: None,
+            errors: &errors,
+        };
+        assert_eq!(
+            serde_json::to_string(&partial).unwrap(),
+            r#"{"cleaned":true,"errors":["sandbox: gone"]}"#
+        );
     }
 
     #[test]
@@ -115,7 +139,11 @@ mod tests {
             r#"{"stdout":"hi\n","stderr":"","exitCode":0,"success":true,"command":"echo hi","duration":3,"timestamp":"2026-11-29T16:00:00.000Z"}"#,
         )
         .unwrap();
-        let json = serde_json::to_value(ExecResponse { result, sandbox_name: sandbox_name("r") }).unwrap();
+        let json = serde_json::to_value(ExecResponse {
+            result,
+            sandbox_name: sandbox_name("r"),
+        })
+        .unwrap();
         assert_eq!(json["sandboxName"], "sandbox-r");
         assert_eq!(json["result"]["exitCode"], 0);
         assert_eq!(json["result"]["truncated"], false);

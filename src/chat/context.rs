@@ -23,7 +23,10 @@ pub struct ChatMessage<'a> {
 
 /// Builds the model's input: system prompt, stored history (oldest first), new text.
 pub fn build<'a>(history: &'a [Message], text: &'a str) -> Vec<ChatMessage<'a>> {
-    let system = ChatMessage { role: "system", content: SYSTEM_PROMPT };
+    let system = ChatMessage {
+        role: "system",
+        content: SYSTEM_PROMPT,
+    };
     let past = history.iter().map(|m| ChatMessage {
         role: match m.role {
             Role::User => "user",
@@ -31,8 +34,14 @@ pub fn build<'a>(history: &'a [Message], text: &'a str) -> Vec<ChatMessage<'a>> 
         },
         content: &m.text,
     });
-    let new = ChatMessage { role: "user", content: text };
-    std::iter::once(system).chain(past).chain(std::iter::once(new)).collect()
+    let new = ChatMessage {
+        role: "user",
+        content: text,
+    };
+    std::iter::once(system)
+        .chain(past)
+        .chain(std::iter::once(new))
+        .collect()
 }
 
 #[cfg(test)]
@@ -42,8 +51,18 @@ mod tests {
     #[test]
     fn system_then_history_then_new_message() {
         let history = vec![
-            Message { role: Role::User, user_id: Some("ana".into()), text: "hi".into(), ts: 1 },
-            Message { role: Role::Agent, user_id: None, text: "hello".into(), ts: 2 },
+            Message {
+                role: Role::User,
+                user_id: Some("ana".into()),
+                text: "hi".into(),
+                ts: 1,
+            },
+            Message {
+                role: Role::Agent,
+                user_id: None,
+                text: "hello".into(),
+                ts: 2,
+            },
         ];
         let context = build(&history, "list files");
         let roles: Vec<_> = context.iter().map(|m| m.role).collect();

@@ -49,7 +49,11 @@ pub fn parse(answer: &str) -> Parsed<'_> {
     prose.push_str(rest);
     let skipped = commands.len().saturating_sub(MAX_RUNS_PER_REPLY);
     commands.truncate(MAX_RUNS_PER_REPLY);
-    Parsed { prose, commands, skipped }
+    Parsed {
+        prose,
+        commands,
+        skipped,
+    }
 }
 
 /// The next complete span as (text before it, its body, text after it).
@@ -58,7 +62,11 @@ fn next_span(text: &str) -> Option<(&str, &str, &str)> {
     let body_start = start + OPEN.len();
     let body_len = text[body_start..].find(CLOSE)?;
     let body_end = body_start + body_len;
-    Some((&text[..start], &text[body_start..body_end], &text[body_end + CLOSE.len()..]))
+    Some((
+        &text[..start],
+        &text[body_start..body_end],
+        &text[body_end + CLOSE.len()..],
+    ))
 }
 
 /// The first [`SUMMARY_CHARS`] characters of stdout, else of stderr, else `[no output]`.
@@ -84,7 +92,9 @@ pub fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
     let mut reply = parsed.prose.trim_end().to_owned();
     for (cmd, outcome) in parsed.commands.iter().zip(outcomes) {
         match outcome {
-            Outcome::Ran { stdout, stderr } => reply.push_str(&format!("\n\nOutput ({cmd}):\n{}", summary(stdout, stderr))),
+            Outcome::Ran { stdout, stderr } => {
+                reply.push_str(&format!("\n\nOutput ({cmd}):\n{}", summary(stdout, stderr)))
+            }
             Outcome::Failed(why) => reply.push_str(&format!("\n\nError ({cmd}):\n{why}")),
         }
     }
@@ -102,7 +112,10 @@ mod tests {
     use super::*;
 
     fn ran(stdout: &str, stderr: &str) -> Outcome {
-        Outcome::Ran { stdout: stdout.into(), stderr: stderr.into() }
+        Outcome::Ran {
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        }
     }
 
     #[test]
@@ -128,7 +141,9 @@ mod tests {
         assert_eq!(p.commands[4], "echo 4");
         assert_eq!(p.skipped, 2);
         let outcomes = vec![ran("x", ""); 5];
-        assert!(reply(&p, &outcomes).ends_with("[2 more command(s) not run: at most 5 run per reply]"));
+        assert!(
+            reply(&p, &outcomes).ends_with("[2 more command(s) not run: at most 5 run per reply]")
+        );
     }
 
     #[test]
@@ -157,7 +172,10 @@ mod tests {
             "I'll create the file for you.\n\nOutput (echo 'Hello World' > hello.txt):\n[no output]"
         );
         let p = parse("<run>ls</run>");
-        assert_eq!(reply(&p, &[Outcome::Failed("sandbox unavailable".into())]), "Error (ls):\nsandbox unavailable");
+        assert_eq!(
+            reply(&p, &[Outcome::Failed("sandbox unavailable".into())]),
+            "Error (ls):\nsandbox unavailable"
+        );
     }
 
     #[test]

@@ -9,7 +9,10 @@ use crate::api::limits::MAX_BODY_BYTES;
 use crate::api::ApiError;
 
 pub async fn read(req: &mut Request) -> Result<Vec<u8>, ApiError> {
-    let declared = req.headers().get("content-length")?.and_then(|len| len.parse::<usize>().ok());
+    let declared = req
+        .headers()
+        .get("content-length")?
+        .and_then(|len| len.parse::<usize>().ok());
     if declared.is_some_and(|len| len > MAX_BODY_BYTES) {
         return Err(ApiError::PayloadTooLarge);
     }

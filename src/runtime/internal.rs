@@ -6,7 +6,12 @@ use worker::{js_sys, Method, Request, RequestInit, Response, Stub};
 use crate::api::ApiError;
 
 /// Sends `method path` with an optional body to a Durable Object.
-pub async fn send(stub: &Stub, method: Method, path: &str, body: Option<&[u8]>) -> Result<Response, ApiError> {
+pub async fn send(
+    stub: &Stub,
+    method: Method,
+    path: &str,
+    body: Option<&[u8]>,
+) -> Result<Response, ApiError> {
     let mut init = RequestInit::new();
     init.with_method(method);
     if let Some(body) = body {

@@ -17,10 +17,19 @@ pub struct RequestLog<'a> {
     pub error: Option<&'a str>,
 }
 
-impl RequestLog<'_> {
-    pub fn emit(&self) {
-        if let Ok(line) = serde_json::to_string(self) {
-            worker::console_log!("{line}");
-        }
+/// A failure inside a Durable Object, with its cause; the front door's line
+/// for the same request has only the status.
+#[derive(Serialize)]
+pub struct ObjectFailure<'a> {
+    pub object: &'static str,
+    pub path: &'a str,
+    pub status: u16,
+    pub error: String,
+}
+
+/// Writes one line.
+pub fn emit<T: Serialize>(line: &T) {
+    if let Ok(line) = serde_json::to_string(line) {
+        worker::console_log!("{line}");
     }
 }

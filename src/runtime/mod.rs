@@ -2,8 +2,8 @@
 //! waits, bounded body reads, JSON responses, request logs, settings.
 
 pub mod body;
-pub mod internal;
 pub mod config;
+pub mod internal;
 pub mod log;
 pub mod respond;
 pub mod timeout;

@@ -4,6 +4,7 @@ use serde::Serialize;
 use worker::{Response, Result};
 
 use crate::api::ApiError;
+use crate::runtime::log::{self, ObjectFailure};
 
 pub fn json<T: Serialize>(status: u16, body: &T) -> Result<Response> {
     Ok(Response::from_json(body)?.with_status(status))
@@ -17,10 +18,32 @@ pub fn error(e: &ApiError) -> Response {
         Ok(response)
     });
     // Building a small JSON response only fails if the runtime is broken.
-    response.unwrap_or_else(|_| Response::empty().expect("an empty response").with_status(e.status()))
+    response.unwrap_or_else(|_| {
+        Response::empty()
+            .expect("an empty response")
+            .with_status(e.status())
+    })
 }
 
 /// A handler's result as a response, whichever way it went.
 pub fn result(outcome: std::result::Result<Response, ApiError>) -> Response {
     outcome.unwrap_or_else(|e| error(&e))
+}
+
+/// A Durable Object's handler result as a response; a failure is logged with
+/// its cause first.
+pub fn from_object(
+    object: &'static str,
+    path: &str,
+    outcome: std::result::Result<Response, ApiError>,
+) -> Response {
+    if let Err(e) = &outcome {
+        log::emit(&ObjectFailure {
+            object,
+            path,
+            status: e.status(),
+            error: e.to_string(),
+        });
+    }
+    result(outcome)
 }

@@ -17,7 +17,8 @@ use crate::runtime::internal;
 
 /// The Sandbox object of a room.
 pub fn object_for(env: &Env, room: &str) -> worker::Result<worker::Stub> {
-    env.durable_object("Sandbox")?.get_by_name(&sandbox_name(room))
+    env.durable_object("Sandbox")?
+        .get_by_name(&sandbox_name(room))
 }
 
 /// A typed handle on one room's Sandbox object.
@@ -33,7 +34,10 @@ impl SandboxStub {
         if let Err(why) = validate::command(cmd) {
             return Outcome::Failed(format!("command {why}"));
         }
-        let request = ExecRequest { cmd: cmd.to_owned(), timeout_ms: budget_ms.min(EXEC_DEFAULT_TIMEOUT_MS) };
+        let request = ExecRequest {
+            cmd: cmd.to_owned(),
+            timeout_ms: budget_ms.min(EXEC_DEFAULT_TIMEOUT_MS),
+        };
         let body = serde_json::to_vec(&request).expect("an exec request serializes");
         let path = format!("/api/rooms/{room}/sandbox/exec");
         let mut response = match internal::send(&self.0, Method::Post, &path, Some(&body)).await {
@@ -44,7 +48,10 @@ impl SandboxStub {
             return Outcome::Failed(internal::error_of(response).await);
         }
         match response.json::<ExecResponse>().await {
-            Ok(ExecResponse { result, .. }) => Outcome::Ran { stdout: result.stdout, stderr: result.stderr },
+            Ok(ExecResponse { result, .. }) => Outcome::Ran {
+                stdout: result.stdout,
+                stderr: result.stderr,
+            },
             Err(e) => Outcome::Failed(format!("unexpected sandbox answer: {e}")),
         }
     }

@@ -20,11 +20,16 @@ pub struct Sandbox {
 
 impl DurableObject for Sandbox {
     fn new(state: State, env: Env) -> Self {
-        Self { state, env, ready: std::cell::Cell::new(false) }
+        Self {
+            state,
+            env,
+            ready: std::cell::Cell::new(false),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        Ok(respond::result(self.handle(&mut req).await))
+        let outcome = self.handle(&mut req).await;
+        Ok(respond::from_object("Sandbox", &req.path(), outcome))
     }
 }
 
@@ -38,11 +43,20 @@ impl Sandbox {
             Action::Exec => {
                 let request = validate::exec_request(&body::read(req).await?)?;
                 let result = self.sandboxd()?.exec(&name, &request).await?;
-                Ok(respond::json(200, &ExecResponse { result, sandbox_name: name })?)
+                Ok(respond::json(
+                    200,
+                    &ExecResponse {
+                        result,
+                        sandbox_name: name,
+                    },
+                )?)
             }
             Action::Cleanup => {
                 self.sandboxd()?.destroy(&name).await?;
-                Ok(respond::json(200, &serde_json::json!({ "destroyed": true }))?)
+                Ok(respond::json(
+                    200,
+                    &serde_json::json!({ "destroyed": true }),
+                )?)
             }
             Action::SendMessage | Action::History => Err(ApiError::NotFound),
         }

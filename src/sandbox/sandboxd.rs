@@ -57,7 +57,14 @@ impl<'a> Sandboxd<'a> {
     pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<ExecResult, ApiError> {
         let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
         let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
-        let mut response = self.call(Method::Post, &format!("/v1/sandboxes/{name}/exec"), Some(body), limit).await?;
+        let mut response = self
+            .call(
+                Method::Post,
+                &format!("/v1/sandboxes/{name}/exec"),
+                Some(body),
+                limit,
+            )
+            .await?;
         response
             .json()
             .await
@@ -73,18 +80,32 @@ impl<'a> Sandboxd<'a> {
             self.ready.set(false);
             return Ok(());
         }
-        self.call(Method::Delete, &format!("/v1/sandboxes/{name}"), None, SANDBOXD_MARGIN_MS).await?;
+        self.call(
+            Method::Delete,
+            &format!("/v1/sandboxes/{name}"),
+            None,
+            SANDBOXD_MARGIN_MS,
+        )
+        .await?;
         Ok(())
     }
 
-    async fn call(&self, method: Method, path: &str, body: Option<String>, limit_ms: u64) -> Result<Response, ApiError> {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+        limit_ms: u64,
+    ) -> Result<Response, ApiError> {
         self.start().await?;
         let attempt = timeout::within(limit_ms, self.send(method, path, body)).await;
         let response = match attempt {
             None => return Err(ApiError::SandboxTimeout(limit_ms)),
             Some(Err(e)) => {
                 self.ready.set(false);
-                return Err(ApiError::SandboxFailed(format!("cannot reach sandboxd: {e}")));
+                return Err(ApiError::SandboxFailed(format!(
+                    "cannot reach sandboxd: {e}"
+                )));
             }
             Some(Ok(response)) => response,
         };
@@ -92,12 +113,19 @@ impl<'a> Sandboxd<'a> {
             200 => Ok(response),
             status => {
                 let why = crate::runtime::internal::error_of(response).await;
-                Err(ApiError::SandboxFailed(format!("sandboxd answered {status}: {why}")))
+                Err(ApiError::SandboxFailed(format!(
+                    "sandboxd answered {status}: {why}"
+                )))
             }
         }
     }
 
-    async fn send(&self, method: Method, path: &str, body: Option<String>) -> worker::Result<Response> {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+    ) -> worker::Result<Response> {
         let mut init = RequestInit::new();
         init.with_method(method);
         if let Some(body) = body {
@@ -105,9 +133,16 @@ impl<'a> Sandboxd<'a> {
         }
         match &self.place {
             Place::Container(container) => {
-                container.get_tcp_port(PORT)?.fetch(format!("{CONTAINER_ORIGIN}{path}"), Some(init)).await
+                container
+                    .get_tcp_port(PORT)?
+                    .fetch(format!("{CONTAINER_ORIGIN}{path}"), Some(init))
+                    .await
             }
-            Place::Url(base) => Fetch::Request(Request::new_with_init(&format!("{base}{path}"), &init)?).send().await,
+            Place::Url(base) => {
+                Fetch::Request(Request::new_with_init(&format!("{base}{path}"), &init)?)
+                    .send()
+                    .await
+            }
         }
     }
 
@@ -133,6 +168,8 @@ impl<'a> Sandboxd<'a> {
             Delay::from(Duration::from_millis(pause)).await;
             pause = (pause * 2).min(1_000);
         }
-        Err(ApiError::SandboxUnavailable(format!("the container did not answer within {CONTAINER_START_MS} ms")))
+        Err(ApiError::SandboxUnavailable(format!(
+            "the container did not answer within {CONTAINER_START_MS} ms"
+        )))
     }
 }

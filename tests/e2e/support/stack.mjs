@@ -54,9 +54,28 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
   } else if (ai === "local") {
     worker.ai = { binding: "AI" };
   }
-  const mf = new Miniflare({ workers, host: "127.0.0.1", port: await freePort(), durableObjectsPersist: persistDir, log: undefined });
+  // The worker's log lines, one JSON object per request and per failure.
+  const logs = [];
+  const collect = (stream) => {
+    let partial = "";
+    stream.on("data", (chunk) => {
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop();
+      logs.push(...lines.filter((line) => line.trim()));
+    });
+  };
+  const mf = new Miniflare({
+    workers,
+    host: "127.0.0.1",
+    port: await freePort(),
+    durableObjectsPersist: persistDir,
+    handleRuntimeStdio: (stdout, stderr) => {
+      collect(stdout);
+      collect(stderr);
+    },
+  });
   const url = (await mf.ready).toString().replace(/\/$/, "");
-  return { url, persistDir, api: client(url), stop: () => mf.dispose() };
+  return { url, persistDir, logs, api: client(url), stop: () => mf.dispose() };
 }
 
 /** A real sandboxd on loopback, built by `cargo build --release -p sandboxd`. */

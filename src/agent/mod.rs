@@ -7,8 +7,8 @@ mod store;
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
 use crate::ai;
-use crate::api::limits::{MESSAGE_BUDGET_MS, SANDBOXD_MARGIN_MS};
-use crate::api::route::{self, Action, Route};
+use crate::api::limits::MESSAGE_BUDGET_MS;
+use crate::api::route::{self, Action};
 use crate::api::wire::{
     CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
 };
@@ -38,9 +38,7 @@ impl DurableObject for DuetAgent {
 
 impl DuetAgent {
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
-        let Route::Room { room, action } = route::parse(req.method().as_ref(), &req.path())? else {
-            return Err(ApiError::NotFound);
-        };
+        let (room, action) = route::room(req.method().as_ref(), &req.path())?;
         match action {
             Action::SendMessage => {
                 let request = validate::message_request(&body::read(req).await?)?;
@@ -67,11 +65,7 @@ impl DuetAgent {
         let sandbox = SandboxStub::for_room(&self.env, room)?;
         let mut outcomes = Vec::with_capacity(parsed.commands.len());
         for cmd in &parsed.commands {
-            let left = deadline.saturating_sub(timeout::now_ms() + SANDBOXD_MARGIN_MS);
-            outcomes.push(match left {
-                0 => run_tags::Outcome::Failed("not run: the reply's time budget is spent".into()),
-                left => sandbox.run(room, cmd, left).await,
-            });
+            outcomes.push(sandbox.run(room, cmd, deadline).await);
         }
         let reply = run_tags::reply(&parsed, &outcomes);
 

@@ -31,5 +31,7 @@ pub const EXEC_DEFAULT_TIMEOUT_MS: u64 = 20_000;
 pub const EXEC_MAX_TIMEOUT_MS: u64 = 25_000;
 /// What a call to sandboxd may take beyond the command's own time limit.
 pub const SANDBOXD_MARGIN_MS: u64 = 2_000;
+/// What destroying a sandbox (ending its shell, removing its files) may take.
+pub const SANDBOX_DESTROY_MS: u64 = 10_000;
 /// Time a cold container gets to start answering.
 pub const CONTAINER_START_MS: u64 = 10_000;

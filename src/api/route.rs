@@ -63,6 +63,15 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
     })
 }
 
+/// A room's route, as the Durable Objects receive them; `/health` never
+/// reaches them.
+pub fn room(method: &str, path: &str) -> Result<(String, Action), ApiError> {
+    match parse(method, path)? {
+        Route::Room { room, action } => Ok((room, action)),
+        Route::Health => Err(ApiError::NotFound),
+    }
+}
+
 fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), ApiError> {
     if allowed.contains(&method) {
         Ok(())
@@ -149,6 +158,15 @@ mod tests {
             room("DELETE", &format!("/api/rooms/{id}")),
             (id.into(), Action::Cleanup)
         );
+    }
+
+    #[test]
+    fn objects_see_only_room_routes() {
+        assert_eq!(
+            room("GET", "/api/rooms/r1/messages").unwrap(),
+            ("r1".to_owned(), Action::History)
+        );
+        assert_eq!(room("GET", "/health").unwrap_err().status(), 404);
     }
 
     #[test]

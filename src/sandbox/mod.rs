@@ -9,11 +9,11 @@ pub use object::Sandbox;
 
 use worker::{Env, Method};
 
-use crate::api::limits::EXEC_DEFAULT_TIMEOUT_MS;
+use crate::api::limits::{EXEC_DEFAULT_TIMEOUT_MS, SANDBOXD_MARGIN_MS};
 use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::chat::run_tags::Outcome;
-use crate::runtime::internal;
+use crate::runtime::{internal, timeout};
 
 /// The Sandbox object of a room.
 pub fn object_for(env: &Env, room: &str) -> worker::Result<worker::Stub> {
@@ -29,16 +29,32 @@ impl SandboxStub {
         Ok(Self(object_for(env, room)?))
     }
 
-    /// Runs a command from a `<run>` tag with at most `budget_ms` for it.
-    pub async fn run(&self, room: &str, cmd: &str, budget_ms: u64) -> Outcome {
+    /// Runs a command from a `<run>` tag; the whole call ends by `deadline`
+    /// (epoch milliseconds), container start included.
+    pub async fn run(&self, room: &str, cmd: &str, deadline: u64) -> Outcome {
         if let Err(why) = validate::command(cmd) {
             return Outcome::Failed(format!("command {why}"));
         }
+        let left = deadline.saturating_sub(timeout::now_ms());
+        let limit = left
+            .saturating_sub(SANDBOXD_MARGIN_MS)
+            .min(EXEC_DEFAULT_TIMEOUT_MS);
+        if limit == 0 {
+            return Outcome::Failed("not run: the reply's time budget is spent".into());
+        }
         let request = ExecRequest {
             cmd: cmd.to_owned(),
-            timeout_ms: budget_ms.min(EXEC_DEFAULT_TIMEOUT_MS),
+            timeout_ms: limit,
         };
-        let body = serde_json::to_vec(&request).expect("an exec request serializes");
+        timeout::within(left, self.exec(room, &request))
+            .await
+            .unwrap_or_else(|| {
+                Outcome::Failed(format!("the sandbox did not answer within {left} ms"))
+            })
+    }
+
+    async fn exec(&self, room: &str, request: &ExecRequest) -> Outcome {
+        let body = serde_json::to_vec(request).expect("an exec request serializes");
         let path = format!("/api/rooms/{room}/sandbox/exec");
         let mut response = match internal::send(&self.0, Method::Post, &path, Some(&body)).await {
             Ok(response) => response,

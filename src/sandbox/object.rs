@@ -5,7 +5,7 @@
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
 use super::sandboxd::Sandboxd;
-use crate::api::route::{self, Action, Route};
+use crate::api::route::{self, Action};
 use crate::api::wire::{sandbox_name, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::runtime::{body, respond};
@@ -35,9 +35,7 @@ impl DurableObject for Sandbox {
 
 impl Sandbox {
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
-        let Route::Room { room, action } = route::parse(req.method().as_ref(), &req.path())? else {
-            return Err(ApiError::NotFound);
-        };
+        let (room, action) = route::room(req.method().as_ref(), &req.path())?;
         let name = sandbox_name(&room);
         match action {
             Action::Exec => {

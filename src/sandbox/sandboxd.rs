@@ -18,7 +18,7 @@ use std::time::Duration;
 use wasm_bindgen::JsValue;
 use worker::{Container, Delay, Env, Fetch, Method, Request, RequestInit, Response, State};
 
-use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS};
+use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::{ExecRequest, ExecResult};
 use crate::api::ApiError;
 use crate::runtime::{config, timeout};
@@ -84,7 +84,7 @@ impl<'a> Sandboxd<'a> {
             Method::Delete,
             &format!("/v1/sandboxes/{name}"),
             None,
-            SANDBOXD_MARGIN_MS,
+            SANDBOX_DESTROY_MS,
         )
         .await?;
         Ok(())

@@ -163,10 +163,10 @@ mod tests {
     #[test]
     fn objects_see_only_room_routes() {
         assert_eq!(
-            room("GET", "/api/rooms/r1/messages").unwrap(),
+            super::room("GET", "/api/rooms/r1/messages").unwrap(),
             ("r1".to_owned(), Action::History)
         );
-        assert_eq!(room("GET", "/health").unwrap_err().status(), 404);
+        assert_eq!(super::room("GET", "/health").unwrap_err().status(), 404);
     }
 
     #[test]

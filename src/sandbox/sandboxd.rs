@@ -16,12 +16,15 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use wasm_bindgen::JsValue;
-use worker::{Container, Delay, Env, Fetch, Method, Request, RequestInit, Response, State};
+use worker::{
+    web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch, Method, Request, Response,
+    State,
+};
 
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::{ExecRequest, ExecResult};
 use crate::api::ApiError;
-use crate::runtime::{config, timeout};
+use crate::runtime::{config, internal, timeout};
 
 /// The port sandboxd listens on in the container (see the Dockerfile).
 const PORT: u16 = 8080;
@@ -98,21 +101,21 @@ impl<'a> Sandboxd<'a> {
         limit_ms: u64,
     ) -> Result<Response, ApiError> {
         self.start().await?;
-        let attempt = timeout::within(limit_ms, self.send(method, path, body)).await;
-        let response = match attempt {
-            None => return Err(ApiError::SandboxTimeout(limit_ms)),
-            Some(Err(e)) => {
-                self.ready.set(false);
-                return Err(ApiError::SandboxFailed(format!(
-                    "cannot reach sandboxd: {e}"
-                )));
-            }
+        let response = match self.send_within(method, path, body, limit_ms).await {
             Some(Ok(response)) => response,
+            outcome => {
+                // A silent or broken sandboxd is checked afresh next time.
+                self.ready.set(false);
+                return Err(match outcome {
+                    Some(Err(e)) => ApiError::SandboxFailed(format!("cannot reach sandboxd: {e}")),
+                    _ => ApiError::SandboxTimeout(limit_ms),
+                });
+            }
         };
         match response.status_code() {
             200 => Ok(response),
             status => {
-                let why = crate::runtime::internal::error_of(response).await;
+                let why = internal::error_of(response).await;
                 Err(ApiError::SandboxFailed(format!(
                     "sandboxd answered {status}: {why}"
                 )))
@@ -120,33 +123,58 @@ impl<'a> Sandboxd<'a> {
         }
     }
 
-    async fn send(
+    /// Sends one request to sandboxd; `None` when `limit_ms` passed first, in
+    /// which case the request is aborted so the runtime stops waiting on it.
+    /// (workerd may keep the socket open until the object is evicted.)
+    async fn send_within(
         &self,
         method: Method,
         path: &str,
         body: Option<String>,
-    ) -> worker::Result<Response> {
-        let mut init = RequestInit::new();
-        init.with_method(method);
-        if let Some(body) = body {
-            init.with_body(Some(JsValue::from_str(&body)));
-        }
-        match &self.place {
-            Place::Container(container) => {
-                container
-                    .get_tcp_port(PORT)?
-                    .fetch(format!("{CONTAINER_ORIGIN}{path}"), Some(init))
-                    .await
+        limit_ms: u64,
+    ) -> Option<worker::Result<Response>> {
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        let send = async {
+            let request = self.request(method, path, body, &signal)?;
+            match &self.place {
+                Place::Container(container) => {
+                    container.get_tcp_port(PORT)?.fetch_request(request).await
+                }
+                // `send` alone would pass a null signal that overrides the request's.
+                Place::Url(_) => Fetch::Request(request).send_with_signal(&signal).await,
             }
-            Place::Url(base) => {
-                Fetch::Request(Request::new_with_init(&format!("{base}{path}"), &init)?)
-                    .send()
-                    .await
-            }
+        };
+        let outcome = timeout::within(limit_ms, send).await;
+        if outcome.is_none() {
+            controller.abort();
         }
+        outcome
     }
 
-    /// Starts the container if needed and waits until sandboxd answers.
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+        signal: &AbortSignal,
+    ) -> worker::Result<Request> {
+        let init = web_sys::RequestInit::new();
+        init.set_method(method.as_ref());
+        init.set_signal(Some(signal));
+        if let Some(body) = body {
+            init.set_body(&JsValue::from_str(&body));
+        }
+        let url = match &self.place {
+            Place::Container(_) => format!("{CONTAINER_ORIGIN}{path}"),
+            Place::Url(base) => format!("{base}{path}"),
+        };
+        Ok(web_sys::Request::new_with_str_and_init(&url, &init)?.into())
+    }
+
+    /// Starts the container if needed and waits until sandboxd answers. A
+    /// container that runs but never answers is destroyed, so the next call
+    /// starts a fresh one.
     async fn start(&self) -> Result<(), ApiError> {
         let Place::Container(container) = &self.place else {
             return Ok(());
@@ -160,13 +188,16 @@ impl<'a> Sandboxd<'a> {
         let deadline = timeout::now_ms() + CONTAINER_START_MS;
         let mut pause = 50;
         while timeout::now_ms() < deadline {
-            let health = timeout::within(1_000, self.send(Method::Get, "/health", None)).await;
+            let health = self.send_within(Method::Get, "/health", None, 1_000).await;
             if matches!(health, Some(Ok(ref r)) if r.status_code() == 200) {
                 self.ready.set(true);
                 return Ok(());
             }
             Delay::from(Duration::from_millis(pause)).await;
             pause = (pause * 2).min(1_000);
+        }
+        if container.running() {
+            container.destroy(None).await?;
         }
         Err(ApiError::SandboxUnavailable(format!(
             "the container did not answer within {CONTAINER_START_MS} ms"

@@ -30,4 +30,4 @@ WORKDIR /workspace
 EXPOSE 8080
 # tini is PID 1: it forwards SIGTERM to sandboxd and reaps orphaned
 # processes of the shells.
-ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/sandboxd", "--listen", "0.0.0.0:8080", "--root", "/workspace"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/sandboxd", "--listen", "0.0.0.0:8080", "--root", "/workspace", "--max-procs", "512"]

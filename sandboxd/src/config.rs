@@ -3,6 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::rlimits::Limits;
+
 pub const USAGE: &str = "\
 usage: sandboxd --listen ADDR --root DIR [options]
 
@@ -13,6 +15,11 @@ Serves one persistent bash session per sandbox name over HTTP/JSON.
   --default-timeout-ms N    timeout of a command that names none [20000]
   --max-timeout-ms N        largest timeout a command may ask for [120000]
   --output-limit BYTES      bytes kept per stream of a command [1048576]
+  --max-file-bytes BYTES    largest file a command may write (RLIMIT_FSIZE);
+                            0 for no limit [1073741824]
+  --max-procs N             processes and threads the shells' user may have in
+                            all (RLIMIT_NPROC: counts sandboxd and every sandbox
+                            of that user; root is exempt); 0 for no limit [0]
   -h, --help                print this help
 ";
 
@@ -23,6 +30,7 @@ pub struct Config {
     pub default_timeout_ms: u64,
     pub max_timeout_ms: u64,
     pub output_limit: usize,
+    pub limits: Limits,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -39,6 +47,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
     let mut default_timeout_ms = 20_000;
     let mut max_timeout_ms = 120_000;
     let mut output_limit = 1024 * 1024;
+    let mut max_file_bytes = 1024 * 1024 * 1024;
+    let mut max_procs = 0;
 
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -67,6 +77,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
             "--default-timeout-ms" => default_timeout_ms = positive(&flag, &value()?)?,
             "--max-timeout-ms" => max_timeout_ms = positive(&flag, &value()?)?,
             "--output-limit" => output_limit = positive(&flag, &value()?)?,
+            "--max-file-bytes" => max_file_bytes = count(&flag, &value()?)?,
+            "--max-procs" => max_procs = count(&flag, &value()?)?,
             _ => return Err(format!("unknown argument: {flag}")),
         }
     }
@@ -82,6 +94,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
         default_timeout_ms,
         max_timeout_ms,
         output_limit,
+        limits: Limits {
+            file_bytes: (max_file_bytes > 0).then_some(max_file_bytes),
+            procs: (max_procs > 0).then_some(max_procs),
+        },
     }))
 }
 
@@ -95,6 +111,13 @@ fn positive<T: std::str::FromStr + Default + PartialEq>(
             "{flag}: expected a positive integer, got {value:?}"
         )),
     }
+}
+
+/// A non-negative integer, where 0 means "no limit".
+fn count(flag: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag}: expected a non-negative integer, got {value:?}"))
 }
 
 #[cfg(test)]
@@ -116,6 +139,10 @@ mod tests {
                 default_timeout_ms: 20_000,
                 max_timeout_ms: 120_000,
                 output_limit: 1_048_576,
+                limits: Limits {
+                    file_bytes: Some(1 << 30),
+                    procs: None,
+                },
             }))
         );
     }
@@ -130,6 +157,9 @@ mod tests {
             "--max-timeout-ms",
             "10",
             "--output-limit=64",
+            "--max-file-bytes=4096",
+            "--max-procs",
+            "300",
         ]);
         let Ok(Cli::Run(config)) = cli else {
             panic!("unexpected {cli:?}");
@@ -144,6 +174,27 @@ mod tests {
             ),
             (5, 10, 64)
         );
+        assert_eq!(
+            config.limits,
+            Limits {
+                file_bytes: Some(4096),
+                procs: Some(300)
+            }
+        );
+    }
+
+    #[test]
+    fn zero_turns_a_limit_off() {
+        let cli = parse_strs(&[
+            "--listen=127.0.0.1:1",
+            "--root=x",
+            "--max-file-bytes=0",
+            "--max-procs=0",
+        ]);
+        let Ok(Cli::Run(config)) = cli else {
+            panic!("unexpected {cli:?}");
+        };
+        assert_eq!(config.limits, Limits::default());
     }
 
     #[test]
@@ -168,6 +219,10 @@ mod tests {
         ] {
             let args: Vec<&str> = base.iter().chain(bad.iter()).copied().collect();
             assert!(err(&args).contains("positive integer"), "{bad:?}");
+        }
+        for bad in [["--max-file-bytes", "-1"], ["--max-procs", "lots"]] {
+            let args: Vec<&str> = base.iter().chain(bad.iter()).copied().collect();
+            assert!(err(&args).contains("non-negative integer"), "{bad:?}");
         }
         let args = [
             &base[..],

@@ -10,6 +10,7 @@ mod error;
 mod http;
 mod output;
 mod procs;
+mod rlimits;
 mod sandboxes;
 mod session;
 mod timestamp;
@@ -82,6 +83,7 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         root,
         shell_env,
         output_limit: config.output_limit,
+        limits: config.limits,
     });
     let app = Arc::new(App {
         sandboxes: Arc::clone(&sandboxes),

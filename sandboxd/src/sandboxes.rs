@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::error::Error;
+use crate::rlimits::Limits;
 use crate::session::{Outcome, Session};
 use crate::workspace;
 
@@ -29,6 +30,8 @@ pub struct Settings {
     pub shell_env: Vec<(String, String)>,
     /// Bytes kept per stream of one command.
     pub output_limit: usize,
+    /// Resource limits every shell starts with.
+    pub limits: Limits,
 }
 
 pub struct Sandboxes {
@@ -106,7 +109,7 @@ impl Sandboxes {
             None => {
                 let path = self.workspace(name);
                 workspace::create(&path)?;
-                Session::spawn(&path, &self.settings.shell_env)?
+                Session::spawn(&path, &self.settings.shell_env, self.settings.limits)?
             }
         };
         let cancelled = async move {

@@ -3,7 +3,8 @@
 //! Design
 //! ------
 //! bash runs as `bash --noprofile --norc` in a session of its own (`setsid`),
-//! with a cleared environment, three pipes and the workspace as cwd and HOME.
+//! with a cleared environment, three pipes, the workspace as cwd and HOME,
+//! and the resource limits of `rlimits`.
 //! It is not given a terminal: a pty would merge stdout and stderr, echo
 //! input and add `\r`, while the pipes keep both streams separate and
 //! byte-exact.
@@ -47,6 +48,11 @@
 //!   same read as a marker, after it, is dropped.
 //! * A process that calls `setsid` itself leaves the session and is not
 //!   found when killing.
+//! * If sandboxd itself dies (crash, SIGKILL), each bash is killed with it
+//!   (`PR_SET_PDEATHSIG`), so the rest of an interrupted command line never
+//!   runs behind the back of the shell a restarted sandboxd starts. The
+//!   processes bash had started are not reached and run on until they end
+//!   (in the container, the container ends with sandboxd).
 //! * `$?` at the start of a command reflects the marker `printf`, not the
 //!   previous command.
 
@@ -63,6 +69,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use crate::error::Error;
 use crate::output::Capture;
 use crate::procs;
+use crate::rlimits::Limits;
 
 /// How long bash gets to come back after the command's processes were
 /// killed on timeout.
@@ -117,8 +124,12 @@ enum Phase {
 
 impl Session {
     /// Starts bash in `workspace` with exactly the environment `env` plus
-    /// `HOME` set to the workspace.
-    pub fn spawn(workspace: &Path, env: &[(String, String)]) -> Result<Session, Error> {
+    /// `HOME` set to the workspace, under `limits`.
+    pub fn spawn(
+        workspace: &Path,
+        env: &[(String, String)],
+        limits: Limits,
+    ) -> Result<Session, Error> {
         let mut command = Command::new("bash");
         command
             .args(["--noprofile", "--norc"])
@@ -130,13 +141,23 @@ impl Session {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        let parent = std::process::id();
+        // SAFETY: setsid, prctl, getppid, getrlimit and setrlimit are
+        // async-signal-safe and touch no memory of ours.
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 if libc::setsid() == -1 {
                     return Err(io::Error::last_os_error());
                 }
-                Ok(())
+                // The death signal follows the spawning thread, a runtime
+                // worker that lives as long as sandboxd serves.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                if u32::try_from(libc::getppid()) != Ok(parent) {
+                    return Err(io::Error::other("sandboxd exited during spawn"));
+                }
+                limits.apply()
             });
         }
         let mut child = command.spawn().map_err(Error::Spawn)?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::harness::{pid_is_gone, timed, Server};
+use crate::harness::{live_session_members, pid_is_gone, timed, Server};
 
 #[test]
 fn health() {
@@ -370,4 +370,61 @@ fn sigterm_ends_all_sessions_and_exits() {
         "background job lives"
     );
     assert!(pid_is_gone(shell, Duration::from_secs(1)), "shell lives");
+}
+
+#[test]
+fn a_killed_sandboxd_takes_its_shells_with_it() {
+    let server = Server::start();
+    let shell: i32 = server
+        .exec("crash", "echo $$")
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    let addr = server.addr;
+    // Sent by hand: the connection dies with sandboxd, without a response.
+    thread::spawn(move || {
+        let body = r#"{"cmd":"sleep 30; echo late > late.txt"}"#;
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        let request = format!(
+            "POST /v1/sandboxes/crash/exec HTTP/1.1\r\nHost: sandboxd\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).expect("send");
+        let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
+    });
+    let sleeper = wait_for(|| {
+        live_session_members(shell)
+            .into_iter()
+            .find(|pid| *pid != shell)
+    });
+    // SAFETY: plain kill(2) on our own child.
+    unsafe {
+        libc::kill(server.pid(), libc::SIGKILL);
+    }
+    assert!(pid_is_gone(shell, Duration::from_secs(1)), "shell lives");
+    // The command's running process escapes; ending it must not let the
+    // rest of the command line run.
+    assert!(
+        !pid_is_gone(sleeper, Duration::ZERO),
+        "sleep was killed too"
+    );
+    // SAFETY: as above, on a process this test started.
+    unsafe {
+        libc::kill(sleeper, libc::SIGKILL);
+    }
+    thread::sleep(Duration::from_millis(300));
+    assert!(!server.workspace("crash").join("late.txt").exists());
+}
+
+/// The first `Some` of `probe`, polling for up to 5 s.
+fn wait_for<T>(probe: impl Fn() -> Option<T>) -> T {
+    for _ in 0..500 {
+        if let Some(value) = probe() {
+            return value;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("condition not met within 5 s");
 }

@@ -1,4 +1,4 @@
-//! Timeouts and output caps.
+//! Timeouts, output caps and resource limits.
 
 use std::time::Duration;
 
@@ -119,4 +119,70 @@ fn cap_cuts_on_character_boundaries_on_both_streams() {
     assert!(r
         .stderr
         .ends_with("\nsandboxd: command timed out after 200 ms\n"));
+}
+
+/// `ulimit` as this test process sees it: a shell's limit can be at most
+/// the hard limit sandboxd inherited from us.
+fn own_ulimit(flag: &str) -> String {
+    let out = std::process::Command::new("bash")
+        .args(["--noprofile", "--norc", "-c"])
+        .arg(format!("ulimit -H {flag}"))
+        .output()
+        .expect("run bash");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_string()
+}
+
+/// The smaller of a limit (in `ulimit`'s units) and our own hard limit.
+fn expected_ulimit(flag: &str, value: u64) -> String {
+    match own_ulimit(flag).parse::<u64>() {
+        Ok(hard) if hard < value => hard.to_string(),
+        _ => value.to_string(),
+    }
+}
+
+#[test]
+fn file_size_limit_stops_a_disk_filler_and_the_shell_survives() {
+    let server = Server::start_with(&["--max-file-bytes", "65536"], &[]);
+    server.exec("disk", "KEPT=yes");
+    let r = server.exec("disk", "head -c 10000000 /dev/zero > big; echo $?");
+    // 128 + SIGXFSZ, and bash names the signal.
+    assert_eq!(r.stdout, format!("{}\n", 128 + libc::SIGXFSZ));
+    assert!(
+        r.stderr.contains("File size limit exceeded"),
+        "{}",
+        r.stderr
+    );
+    let big = server.workspace("disk").join("big");
+    assert_eq!(std::fs::metadata(big).expect("big").len(), 65536);
+    // Children inherit the limit; pipes (and so the output) are not files.
+    let r = server.exec(
+        "disk",
+        "echo $KEPT; bash -c 'ulimit -f'; head -c 100000 /dev/zero | tr '\\0' a",
+    );
+    assert_eq!(r.stdout, format!("yes\n64\n{}", "a".repeat(100_000)));
+    assert_eq!(r.exit_code, 0);
+}
+
+#[test]
+fn file_size_limit_defaults_to_a_gibibyte_and_zero_lifts_it() {
+    // bash counts in 1024-byte blocks.
+    let r = Server::start().exec("fsize", "ulimit -f");
+    assert_eq!(r.stdout.trim(), expected_ulimit("-f", 1 << 20));
+    let r = Server::start_with(&["--max-file-bytes", "0"], &[]).exec("fsize", "ulimit -f");
+    assert_eq!(r.stdout.trim(), own_ulimit("-f"));
+}
+
+#[test]
+fn process_limit_is_off_by_default_and_applies_to_every_shell() {
+    let r = Server::start().exec("nproc", "ulimit -u");
+    assert_eq!(r.stdout.trim(), own_ulimit("-u"));
+    let server = Server::start_with(&["--max-procs", "300"], &[]);
+    for name in ["nproc-a", "nproc-b"] {
+        let r = server.exec(name, "ulimit -Su; ulimit -Hu; bash -c 'ulimit -u'");
+        let want = expected_ulimit("-u", 300);
+        assert_eq!(r.stdout, format!("{want}\n{want}\n{want}\n"), "{name}");
+    }
 }

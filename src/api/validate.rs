@@ -73,6 +73,9 @@ pub fn command(cmd: &str) -> Result<(), String> {
         Err("must not be empty".into())
     } else if cmd.chars().count() > MAX_CMD_CHARS {
         Err(format!("must be at most {MAX_CMD_CHARS} characters"))
+    } else if cmd.contains('\0') {
+        // bash cannot pass a NUL byte to any program.
+        Err("must not contain NUL characters".into())
     } else {
         Ok(())
     }
@@ -204,6 +207,10 @@ mod tests {
         assert_eq!(
             details(exec_request(br#"{"cmd": ["ls"]}"#).unwrap_err())["cmd"][0],
             "must be a string"
+        );
+        assert_eq!(
+            details(exec_request(br#"{"cmd": "echo \u0000"}"#).unwrap_err())["cmd"][0],
+            "must not contain NUL characters"
         );
         for bad in ["0", "-1", "1.5", "\"9\"", "25001"] {
             let body = format!(r#"{{"cmd": "true", "timeoutMs": {bad}}}"#);

@@ -15,11 +15,23 @@ fn get(target: &JsValue, key: &str) -> JsValue {
 /// Workers AI reads `input.messages`; a `Map` would have none.
 #[wasm_bindgen_test]
 fn workers_ai_input_is_a_plain_object() {
-    let history = [Message { role: Role::Agent, user_id: None, text: "earlier".into(), ts: 1 }];
+    let history = [Message {
+        role: Role::Agent,
+        user_id: None,
+        text: "earlier".into(),
+        ts: 1,
+    }];
     let messages = context::build(&history, "now");
-    let value = serde_wasm_bindgen::to_value(&Input { messages: &messages, max_tokens: 512 }).unwrap();
+    let value = serde_wasm_bindgen::to_value(&Input {
+        messages: &messages,
+        max_tokens: 512,
+    })
+    .unwrap();
     assert!(!value.is_instance_of::<Map>());
-    assert_eq!(Object::get_prototype_of(&value), Object::get_prototype_of(&Object::new()));
+    assert_eq!(
+        Object::get_prototype_of(&value),
+        Object::get_prototype_of(&Object::new())
+    );
     let list: Array = get(&value, "messages").dyn_into().unwrap();
     assert_eq!(list.length(), 3);
     let second = list.get(1);
@@ -38,6 +50,17 @@ fn stored_rows_become_messages_with_integer_ts() {
     Reflect::set(&row, &"text".into(), &"hi".into()).unwrap();
     Reflect::set(&row, &"ts".into(), &JsValue::from_f64(1_764_400_000_000.0)).unwrap();
     let message: Message = serde_wasm_bindgen::from_value(row.into()).unwrap();
-    assert_eq!(message, Message { role: Role::User, user_id: None, text: "hi".into(), ts: 1_764_400_000_000 });
-    assert_eq!(serde_json::to_string(&message).unwrap(), r#"{"role":"user","text":"hi","ts":1764400000000}"#);
+    assert_eq!(
+        message,
+        Message {
+            role: Role::User,
+            user_id: None,
+            text: "hi".into(),
+            ts: 1_764_400_000_000
+        }
+    );
+    assert_eq!(
+        serde_json::to_string(&message).unwrap(),
+        r#"{"role":"user","text":"hi","ts":1764400000000}"#
+    );
 }

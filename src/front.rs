@@ -11,9 +11,10 @@ use crate::runtime::{body, config, internal, respond, timeout};
 
 pub async fn handle(mut req: Request, env: Env) -> Response {
     let started = timeout::now_ms();
-    let method = req.method();
+    // The method as sent: `worker::Method` reads methods it does not know as GET.
+    let method = req.inner().method();
     let path = req.path();
-    let routed = route::parse(method.as_ref(), &path);
+    let routed = route::parse(&method, &path);
     let (route_name, room) = match &routed {
         Ok(Route::Health) => ("health", None),
         Ok(Route::Room { room, action }) => (action.name(), Some(room.clone())),
@@ -26,7 +27,7 @@ pub async fn handle(mut req: Request, env: Env) -> Response {
     let error = outcome.as_ref().err().map(ToString::to_string);
     let response = respond::result(outcome);
     log::emit(&RequestLog {
-        method: method.as_ref(),
+        method: &method,
         route: route_name,
         room: room.as_deref(),
         status: response.status_code(),

@@ -2,9 +2,11 @@
 //! files live in sandboxd. It validates commands, finds sandboxd (its
 //! container, or `SANDBOX_URL` where there is none), and bounds every call.
 
+use std::rc::Rc;
+
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
-use super::sandboxd::Sandboxd;
+use super::sandboxd::{Health, Sandboxd};
 use crate::api::route::{self, Action};
 use crate::api::wire::{sandbox_name, ExecResponse};
 use crate::api::{validate, ApiError};
@@ -14,8 +16,7 @@ use crate::runtime::{body, respond};
 pub struct Sandbox {
     state: State,
     env: Env,
-    /// Whether the container answered since it was last started.
-    ready: std::cell::Cell<bool>,
+    health: Rc<Health>,
 }
 
 impl DurableObject for Sandbox {
@@ -23,7 +24,7 @@ impl DurableObject for Sandbox {
         Self {
             state,
             env,
-            ready: std::cell::Cell::new(false),
+            health: Rc::default(),
         }
     }
 
@@ -61,6 +62,6 @@ impl Sandbox {
     }
 
     fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
-        Sandboxd::locate(&self.state, &self.env, &self.ready)
+        Sandboxd::locate(&self.state, &self.env, &self.health)
     }
 }

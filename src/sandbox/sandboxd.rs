@@ -11,14 +11,20 @@
 //! until it answers. Where there is no container (`wrangler dev` without
 //! Docker) the `SANDBOX_URL` var points at a sandboxd run by hand. No call
 //! waits longer than the command's own limit plus [`SANDBOXD_MARGIN_MS`].
+//!
+//! workerd's `running()` turns false only once someone awaits the
+//! container's exit, so every started container gets a watcher that does;
+//! without it a room whose container was destroyed or died would never
+//! start another.
 
 use std::cell::Cell;
+use std::rc::Rc;
 use std::time::Duration;
 
 use wasm_bindgen::JsValue;
 use worker::{
-    web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch, Method, Request, Response,
-    State,
+    wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch,
+    Method, Request, Response, State,
 };
 
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
@@ -31,20 +37,29 @@ const PORT: u16 = 8080;
 /// Where requests to the container go; only the path matters.
 const CONTAINER_ORIGIN: &str = "http://sandboxd";
 
+/// What the Sandbox object knows of its container between requests.
+#[derive(Default)]
+pub struct Health {
+    /// sandboxd answered since the container last started.
+    ready: Cell<bool>,
+    /// A watcher is waiting for the container to exit.
+    watched: Cell<bool>,
+}
+
 enum Place {
-    Container(Container),
+    Container(Rc<Container>),
     Url(String),
 }
 
 pub struct Sandboxd<'a> {
     place: Place,
-    ready: &'a Cell<bool>,
+    health: &'a Rc<Health>,
 }
 
 impl<'a> Sandboxd<'a> {
-    pub fn locate(state: &State, env: &Env, ready: &'a Cell<bool>) -> Result<Self, ApiError> {
+    pub fn locate(state: &State, env: &Env, health: &'a Rc<Health>) -> Result<Self, ApiError> {
         let place = match (state.container(), config::get(env, "SANDBOX_URL")) {
-            (Some(container), _) => Place::Container(container),
+            (Some(container), _) => Place::Container(Rc::new(container)),
             (None, Some(url)) => Place::Url(url.trim_end_matches('/').to_owned()),
             (None, None) => {
                 return Err(ApiError::SandboxUnavailable(
@@ -54,7 +69,7 @@ impl<'a> Sandboxd<'a> {
                 ))
             }
         };
-        Ok(Self { place, ready })
+        Ok(Self { place, health })
     }
 
     pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<ExecResult, ApiError> {
@@ -77,11 +92,7 @@ impl<'a> Sandboxd<'a> {
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {
         if let Place::Container(container) = &self.place {
             // The container's disk goes with it: nothing of the room survives.
-            if container.running() {
-                container.destroy(None).await?;
-            }
-            self.ready.set(false);
-            return Ok(());
+            return self.stop(container).await;
         }
         self.call(
             Method::Delete,
@@ -105,7 +116,7 @@ impl<'a> Sandboxd<'a> {
             Some(Ok(response)) => response,
             outcome => {
                 // A silent or broken sandboxd is checked afresh next time.
-                self.ready.set(false);
+                self.health.ready.set(false);
                 return Err(match outcome {
                     Some(Err(e)) => ApiError::SandboxFailed(format!("cannot reach sandboxd: {e}")),
                     _ => ApiError::SandboxTimeout(limit_ms),
@@ -179,28 +190,57 @@ impl<'a> Sandboxd<'a> {
         let Place::Container(container) = &self.place else {
             return Ok(());
         };
-        if self.ready.get() && container.running() {
+        if self.health.ready.get() && container.running() {
             return Ok(());
         }
         if !container.running() {
             container.start(None)?;
         }
+        self.watch(container);
         let deadline = timeout::now_ms() + CONTAINER_START_MS;
         let mut pause = 50;
         while timeout::now_ms() < deadline {
+            if !container.running() {
+                return Err(ApiError::SandboxUnavailable(
+                    "the container stopped while starting".into(),
+                ));
+            }
             let health = self.send_within(Method::Get, "/health", None, 1_000).await;
             if matches!(health, Some(Ok(ref r)) if r.status_code() == 200) {
-                self.ready.set(true);
+                self.health.ready.set(true);
                 return Ok(());
             }
             Delay::from(Duration::from_millis(pause)).await;
             pause = (pause * 2).min(1_000);
         }
-        if container.running() {
-            container.destroy(None).await?;
-        }
+        self.stop(container).await?;
         Err(ApiError::SandboxUnavailable(format!(
             "the container did not answer within {CONTAINER_START_MS} ms"
         )))
+    }
+
+    /// Awaits the container's exit in the background (once per start), which
+    /// is what makes `running()` turn false when it stops for any reason.
+    fn watch(&self, container: &Rc<Container>) {
+        if self.health.watched.replace(true) {
+            return;
+        }
+        let (container, health) = (Rc::clone(container), Rc::clone(self.health));
+        wasm_bindgen_futures::spawn_local(async move {
+            // Settles on exit, crash, failed start or destroy; all mean "gone".
+            let _ = container.wait_for_exit().await;
+            health.ready.set(false);
+            health.watched.set(false);
+        });
+    }
+
+    /// Destroys the container, and waits until the runtime knows it is gone.
+    async fn stop(&self, container: &Container) -> Result<(), ApiError> {
+        if container.running() {
+            container.destroy(None).await?;
+            let _ = timeout::within(SANDBOX_DESTROY_MS, container.wait_for_exit()).await;
+        }
+        self.health.ready.set(false);
+        Ok(())
     }
 }

@@ -29,8 +29,12 @@ export async function freePort() {
  * The built worker on workerd.
  * ai: "standin" (scripted Workers AI binding), "local" (the binding as
  * `wrangler dev --local` gives it, which only throws) or "none".
+ * container: { socketPath, imageName, egressImage? } gives the Sandbox object
+ * a container of `imageName`, run by the Docker Engine API on the unix socket
+ * `socketPath` (e.g. the stand-in of ./fake-docker.mjs); `egressImage` names
+ * workerd's egress interceptor (sidecar) image.
  */
-export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state") } = {}) {
+export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state"), container } = {}) {
   const worker = {
     name: "duet",
     modules: true,
@@ -44,6 +48,13 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
     },
     bindings: vars,
   };
+  if (container) {
+    worker.durableObjects.Sandbox.container = { imageName: container.imageName };
+    // A per-worker option in Miniflare; workerd wants "unix://" + an absolute path.
+    const socketPath = /^[a-z-]+:/.test(container.socketPath) ? container.socketPath : `unix://${container.socketPath}`;
+    worker.containerEngine = { localDocker: { socketPath } };
+    if (container.egressImage) worker.containerEngine.localDocker.containerEgressInterceptorImage = container.egressImage;
+  }
   const workers = [worker];
   if (ai === "standin") {
     worker.wrappedBindings = { AI: { scriptName: "ai-standin" } };

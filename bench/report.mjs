@@ -1,0 +1,201 @@
+// Turns bench/results/latest.json (and size-experiments.json when present)
+// into docs/benchmarks.md and docs/benchmarks.svg.
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const r = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/latest.json"), "utf8"));
+const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
+const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
+const { floors, sandboxd: sd, coldStart, worker, upload } = r.sections;
+const d = r.derived;
+
+const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
+const kib = (b) => `${(b / 1024).toFixed(1)} KiB`;
+const bytes = (b) => `${b.toLocaleString("en-US")} B (${kib(b)})`;
+const LEVELS = ["c1", "c8", "c32"];
+const lines = [];
+const p = (...a) => lines.push(...a);
+const loads = r.load.map((l) => l.loadavg[0]);
+
+// ---- targets
+const TARGET_GZIP = 200 * 1024;
+const targets = [
+  {
+    what: "Gzipped upload ≤ 200 KiB",
+    value: upload ? kib(upload.gzip) : "not measured",
+    met: upload ? upload.gzip <= TARGET_GZIP : null,
+    why: upload
+      ? upload.gzip <= TARGET_GZIP
+        ? `${kib(TARGET_GZIP - upload.gzip)} below it; the wasm is ${kib(upload.files["index_bg.wasm"]?.gzip ?? 0)} of it gzipped alone, and about a quarter of the raw wasm is its name section (see the size experiments below).`
+        : `${kib(upload.gzip - TARGET_GZIP)} above it.`
+      : "",
+  },
+  {
+    what: "sandboxd's added cost for `true` ≤ 2× fork+exec of /bin/true (p50)",
+    value: `${ms(d.sandboxdAddedForTrueP50)} ms added vs ${ms(d.forkExecP50)} ms fork+exec (${d.sandboxdAddedVsForkExec}×)`,
+    met: d.sandboxdAddedVsForkExec <= 2,
+    why: `sandboxd's \`true\` p50 is ${ms(d.sandboxdTrueP50)} ms end to end, of which ${ms(floors.http.c1.p50)} ms is the loopback HTTP round trip; \`true\` is a bash builtin, so no process starts: the cost is one write to bash's stdin and reading the marker lines back (${d.sandboxdTotalVsForkExec}× fork+exec even counting HTTP). An external command (\`/bin/true\`) costs ${ms(sd.binTrue.p50)} ms p50, i.e. about one fork+exec more.`,
+  },
+  {
+    what: "What the worker adds to /sandbox/exec on top of sandboxd ≤ 5 ms (p50, loopback)",
+    value: `${ms(d.workerAddsToExecP50)} ms (worker ${ms(worker.exec.c1.p50)} ms − sandboxd ${ms(d.sandboxdTrueP50)} ms)`,
+    met: d.workerAddsToExecP50 <= 5,
+    why:
+      d.workerAddsToExecP50 <= 5
+        ? `at concurrency 1; the path is front worker → Sandbox Durable Object → fetch to sandboxd, plus one JSON log line per request. Under concurrency the Durable Objects and workerd share the same two cores as sandboxd and the client, so the gap grows (p99 gap ${ms(d.workerAddsToExecP99)} ms).`
+        : `at concurrency 1 the front worker → Sandbox Durable Object → fetch path costs more than 5 ms here; on a loaded 2-core machine workerd, sandboxd and the client compete for the CPU (p99 gap ${ms(d.workerAddsToExecP99)} ms).`,
+  },
+];
+
+p("# Benchmarks", "");
+p(`Measured ${r.date.slice(0, 10)} (${r.date.slice(11, 16)} UTC) with one command:`, "", "```sh", "bash bench/run", "```", "");
+p("It builds the worker and sandboxd when they are missing, measures everything below on this machine and writes `bench/results/latest.json`, this page and `docs/benchmarks.svg`. Size experiments (slow: they rebuild the crate several times in a temporary copy) are a separate command, `bash bench/size-experiments`, writing `bench/results/size-experiments.json`, which this page includes when present. The CI size check is `bash scripts/size-budget`.", "");
+if (r.quick) p("**This was a quick run (`BENCH_QUICK=1`): a tenth of the requests. Do not quote these figures.**", "");
+
+p("## Machine", "");
+p("| | |", "|---|---|");
+const m = r.machine;
+p(`| CPUs (nproc) | ${m.nproc} |`, `| CPU | ${m.cpuModel} |`, `| memory | ${m.memoryGiB} GiB |`, `| OS | ${m.os}, Linux ${m.kernel} |`, `| rustc | ${m.rustc} |`, `| node | ${m.node} |`, `| workerd | ${m.workerd} (miniflare ${m.miniflare}, wrangler ${m.wrangler}) |`);
+p(`| load during the run | 1-minute load average ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)} on ${m.nproc} CPUs (other work was running; see \`load\` in latest.json) |`, "");
+p("The client, workerd, sandboxd and the floor servers all run on the same machine and talk over 127.0.0.1, so every figure includes competing for the same cores; absolute numbers are for comparing runs on one machine, not for predicting Cloudflare's edge.", "");
+
+p("## Targets", "");
+p("| target | measured | status | why |", "|---|---|---|---|");
+for (const t of targets) p(`| ${t.what} | ${t.value} | ${t.met == null ? "–" : t.met ? "**met**" : "**not met**"} | ${t.why} |`);
+p("");
+
+p("## Upload size", "");
+if (upload) {
+  p(`What \`wrangler deploy\` would upload (${upload.source === "wrangler" ? "`wrangler deploy --dry-run --outdir` with a temporary wrangler.toml without `[build]` and `[[containers]]`" : "**measured from build/ directly; wrangler could not run**"}), gzipped as wrangler gzips it (all modules in one stream):`, "");
+  p("| | raw | gzip |", "|---|---:|---:|");
+  for (const [name, s] of Object.entries(upload.files)) p(`| ${name} | ${bytes(s.raw)} | ${bytes(s.gzip)} (alone) |`);
+  p(`| **total upload** | **${bytes(upload.raw)}** | **${bytes(upload.gzip)}** |`, "");
+  p(`Budget (\`scripts/size-budget\`, fails above it): 399 KiB = 408,576 B gzipped, the TypeScript worker's size — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 200 KiB — ${upload.targetMet ? "met" : "not met"}.${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
+  p("`index.js` here is wrangler's re-bundle of build/index.js (not minified, hence larger than build/index.js); its source map is written beside it but not uploaded.", "");
+}
+
+p("## Cold start", "");
+p(`A new Miniflare instance (a fresh workerd process, with the built worker, SQLite-backed Durable Objects and the scripted AI stand-in) per run; median of ${coldStart.runs.length} runs. Time is measured from \`new Miniflare\` in Node, so it includes Miniflare's own set-up as well as workerd's start and the wasm compile.`, "");
+p("| | median | runs |", "|---|---:|---|");
+const cs = coldStart.median;
+const runsOf = (k) => coldStart.runs.map((x) => ms(x[k])).join(", ");
+p(`| process start → Miniflare ready | ${ms(cs.toReadyMs)} ms | ${runsOf("toReadyMs")} |`);
+p(`| process start → first 200 on /health | ${ms(cs.toFirstHealthMs)} ms | ${runsOf("toFirstHealthMs")} |`);
+p(`| first /message of a new room (new DuetAgent object, scripted model) | ${ms(cs.firstMessageMs)} ms | ${runsOf("firstMessageMs")} |`);
+p(`| second /message of that room (warm) | ${ms(cs.secondMessageMs)} ms | ${runsOf("secondMessageMs")} |`);
+p(`| first /sandbox/exec of that room (new Sandbox object, new bash in sandboxd) | ${ms(cs.firstExecNewSandboxMs)} ms | ${runsOf("firstExecNewSandboxMs")} |`, "");
+
+p("## Latency and throughput on workerd", "");
+p("Closed loop: N clients each send the next request as soon as the previous answer is read (Node's fetch, keep-alive connections). Milliseconds. `/message` uses one room per client, each filled to the 20-message history window before measuring, so every request stores and returns a full window; the model is the scripted stand-in (answers at once, no `<run>` tags). `/sandbox/exec` runs `true`, one room (and so one Sandbox object and one bash) per client.", "");
+const latRow = (label, c, s) => `| ${label} | ${c.slice(1)} | ${ms(s.p50)} | ${ms(s.p95)} | ${ms(s.p99)} | ${s.throughput.toFixed(0)} | ${s.completed}${s.errors ? ` (**${s.errors} errors**)` : ""} |`;
+p("| endpoint | concurrency | p50 | p95 | p99 | req/s | requests |", "|---|---:|---:|---:|---:|---:|---:|");
+for (const [key, label] of [["health", "GET /health"], ["history", "GET /messages (empty room)"], ["message", "POST /message"], ["exec", "POST /sandbox/exec `true`"]]) for (const c of LEVELS) if (worker[key]?.[c]) p(latRow(label, c, worker[key][c]));
+p("", "![p50 and p99 latency per endpoint and concurrency](benchmarks.svg)", "");
+p("Bars are p50, whiskers reach p99; the dashed lines are the floors (loopback HTTP round trip at concurrency 1 and fork+exec of /bin/true). Log scale.", "");
+
+p("## sandboxd alone", "");
+p("Straight to sandboxd's HTTP API (`POST /v1/sandboxes/{name}/exec`) with the same client. Milliseconds.", "");
+p("| command | concurrency | p50 | p95 | p99 | req/s | requests |", "|---|---:|---:|---:|---:|---:|---:|");
+p(latRow("`true` (bash builtin)", "c1", sd.true), latRow("`echo hi` (bash builtin)", "c1", sd.echoHi), latRow("`/bin/true` (fork+exec inside bash)", "c1", sd.binTrue));
+for (const c of ["c8", "c32"]) p(latRow("`true`, one sandbox per client", c, sd.trueConcurrent[c]));
+p("");
+const b = (x) => `wall ${ms(x.wallMs)} ms; per command p50 ${ms(x.p50)}, p99 ${ms(x.p99)}, max ${ms(x.max)}`;
+const st = sd.steady;
+p("| scenario | result |", "|---|---|");
+p(`| burst: 50 parallel \`echo hi\` across 50 new sandboxes (each starts a bash) | ${b(sd.burst50Cold)} |`);
+p(`| the same burst again (warm sandboxes) | ${b(sd.burst50Warm)} |`);
+p(`| ${st.ratePerSecond} commands/s for ${st.seconds} s (\`true\` / \`echo hi\` alternating, one sandbox, open loop) | all: p50 ${ms(st.all.p50)}, p99 ${ms(st.all.p99)}, max ${ms(st.all.max)}; ${st.errors} errors |`);
+p(`| … first 10 s vs last 10 s (drift) | p50 ${ms(st.first10s.p50)} → ${ms(st.last10s.p50)}, p99 ${ms(st.first10s.p99)} → ${ms(st.last10s.p99)} |`);
+p(`| … per 10 s (p50 / p99) | ${st.buckets.map((x) => `${x.from}–${x.to} s: ${ms(x.p50)} / ${ms(x.p99)}`).join("; ")} |`);
+const o = sd.output10MB;
+p(`| one command printing 10 MB, default \`--output-limit\` (1 MiB kept per stream) | median ${ms(o.defaultLimit.medianMs)} ms (runs: ${o.defaultLimit.runs.map(ms).join(", ")}); ${o.defaultLimit.stdoutBytesReturned.toLocaleString("en-US")} B returned, truncated: ${o.defaultLimit.truncated} |`);
+p(`| the same with \`--output-limit\` 16 MiB (all 10 MB returned as JSON) | median ${ms(o.limit16MiB.medianMs)} ms (runs: ${o.limit16MiB.runs.map(ms).join(", ")}); ${o.limit16MiB.stdoutBytesReturned.toLocaleString("en-US")} B returned |`, "");
+
+p("## Floors", "");
+p("| floor | p50 | p95 | p99 | req/s |", "|---|---:|---:|---:|---:|");
+p(`| fork + execv + waitpid of /bin/true (\`bench/floor/spawn.rs\`, ${floors.spawn.forkExec.n} runs) | ${ms(floors.spawn.forkExec.p50)} | ${ms(floors.spawn.forkExec.p95)} | ${ms(floors.spawn.forkExec.p99)} | |`);
+p(`| std::process::Command (posix_spawn) of /bin/true (${floors.spawn.commandSpawn.n} runs) | ${ms(floors.spawn.commandSpawn.p50)} | ${ms(floors.spawn.commandSpawn.p95)} | ${ms(floors.spawn.commandSpawn.p99)} | |`);
+for (const c of LEVELS) {
+  const s = floors.http[c];
+  p(`| loopback HTTP round trip to a trivial Node server answering 200, concurrency ${c.slice(1)} | ${ms(s.p50)} | ${ms(s.p95)} | ${ms(s.p99)} | ${s.throughput.toFixed(0)} |`);
+}
+p("");
+
+p("## Where the time goes", "");
+p(`- Worker \`/health\` (no Durable Object) costs ${ms(d.workerHealthOverFloorP50)} ms p50 above the loopback floor: workerd's HTTP handling, entering the wasm, routing and the per-request JSON log line.`);
+p(`- \`/sandbox/exec\` adds ${ms(d.workerAddsToExecP50)} ms p50 to sandboxd's own ${ms(d.sandboxdTrueP50)} ms. Split (p50 differences at concurrency 1): the front worker ${ms(d.workerHealthOverFloorP50)} ms over the loopback floor (\`/health\`), the hop to a Durable Object ${ms(d.objectHopP50)} ms (\`GET /messages\` of an empty room minus \`/health\`), and the object's fetch to sandboxd with the result parsed and re-serialised ${ms(d.sandboxdCallFromObjectP50)} ms (exec minus \`GET /messages\` minus sandboxd's own time).`);
+p(`- \`/message\` at concurrency 1 (${ms(worker.message.c1.p50)} ms p50) adds, on top of the same two hops, the room's SQLite reads and writes (history trimmed to the 20-message window, which is returned whole) and a call through the AI binding (a service binding to the scripted stand-in, which answers at once).`);
+p(`- sandboxd: a builtin (\`true\`, \`echo hi\`) costs about one loopback HTTP round trip plus a pipe round trip to bash; an external command adds one fork+exec (\`/bin/true\`: ${ms(sd.binTrue.p50)} ms). A new sandbox costs a bash start (burst of 50 new: ${ms(sd.burst50Cold.p50)} ms p50 vs ${ms(sd.burst50Warm.p50)} ms warm).`, "");
+
+if (sx) {
+  p("## Size experiments", "");
+  p(`\`bash bench/size-experiments\` (run ${sx.date.slice(0, 10)}) builds the crate in a temporary copy with one setting changed and measures the upload as \`scripts/size-budget\` does; "smoke" is /health and one /message on workerd with that build.`, "");
+  const base = sx.variants.find((v) => v.name === "baseline");
+  p("| variant | wasm raw | name section | upload raw | upload gzip | vs baseline (gzip) | smoke |", "|---|---:|---:|---:|---:|---:|---|");
+  for (const v of sx.variants) {
+    const delta = base ? v.gzip - base.gzip : 0;
+    p(`| ${v.what} | ${bytes(v.files["index_bg.wasm"].raw)} | ${v.sections["custom:name"] ? bytes(v.sections["custom:name"]) : "none"} | ${bytes(v.raw)} | ${bytes(v.gzip)} | ${v.name === "baseline" ? "–" : `${delta > 0 ? "+" : ""}${delta.toLocaleString("en-US")} B (${((delta / base.gzip) * 100).toFixed(1)}%)`} | ${v.smoke} |`);
+  }
+  p("");
+  if (sx.twiggy) {
+    p(`Largest contributors to the baseline wasm by crate (twiggy, shallow bytes, raw, of ${sx.twiggy.total.toLocaleString("en-US")} B):`, "");
+    p("| crate / kind | bytes | share |", "|---|---:|---:|");
+    for (const c of sx.twiggy.crates.slice(0, 14)) p(`| ${c.crate.replace(/\|/g, "\\|")} | ${c.bytes.toLocaleString("en-US")} | ${((c.bytes / sx.twiggy.total) * 100).toFixed(1)}% |`);
+    p("", "Largest single items:", "");
+    p("| item | bytes |", "|---|---:|");
+    for (const t of sx.twiggy.top.slice(0, 12)) p(`| \`${t.name.replace(/\|/g, "\\|").replace(/`/g, "'")}\` | ${t.bytes.toLocaleString("en-US")} |`);
+    p("");
+  }
+}
+fs.mkdirSync(path.join(ROOT, "docs"), { recursive: true });
+const proposalsFile = path.join(ROOT, "bench/proposals.md");
+if (fs.existsSync(proposalsFile)) p(fs.readFileSync(proposalsFile, "utf8").trim(), "");
+fs.writeFileSync(path.join(ROOT, "docs/benchmarks.md"), lines.join("\n").replace(/\n{3,}/g, "\n\n") + "\n");
+
+// ---- the plot
+const rows = [];
+for (const c of LEVELS) rows.push({ group: "loopback HTTP floor", c, s: floors.http[c], color: "#9e9e9e" });
+for (const c of LEVELS) rows.push({ group: "sandboxd `true`", c, s: c === "c1" ? sd.true : sd.trueConcurrent[c], color: "#8d6e63" });
+for (const [key, label, color] of [["health", "worker GET /health", "#1e88e5"], ["message", "worker POST /message", "#43a047"], ["exec", "worker POST /sandbox/exec", "#fb8c00"]]) for (const c of LEVELS) rows.push({ group: label, c, s: worker[key][c], color });
+const W = 900, left = 250, right = 30, top = 50, rowH = 20, gap = 10;
+const groups = [...new Set(rows.map((x) => x.group))];
+const H = top + rows.length * rowH + groups.length * gap + 50;
+const all = rows.flatMap((x) => [x.s.p50, x.s.p99]).concat([floors.spawn.forkExec.p50]);
+const lo = 10 ** Math.floor(Math.log10(Math.min(...all) * 0.8)), hi = 10 ** Math.ceil(Math.log10(Math.max(...all)));
+const X = (v) => left + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (W - left - right);
+const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/`/g, "");
+const svg = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`, `<rect width="${W}" height="${H}" fill="#fff"/>`];
+svg.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">Latency p50 (bar) and p99 (whisker), ms, log scale, by concurrency</text>`);
+for (let v = lo; v <= hi; v *= 10) {
+  for (const k of [1, 2, 5]) {
+    const t = v * k;
+    if (t > hi) break;
+    svg.push(`<line x1="${X(t)}" y1="${top - 6}" x2="${X(t)}" y2="${H - 40}" stroke="${k === 1 ? "#ccc" : "#eee"}"/>`);
+    svg.push(`<text x="${X(t)}" y="${H - 26}" text-anchor="middle" fill="#555">${t >= 1 ? t : t.toFixed(1)}</text>`);
+  }
+}
+let y = top;
+let last = null;
+for (const row of rows) {
+  if (row.group !== last) {
+    if (last) y += gap;
+    last = row.group;
+  }
+  const cy = y + rowH / 2;
+  svg.push(`<text x="${left - 8}" y="${cy + 4}" text-anchor="end">${esc(row.group)} · c=${row.c.slice(1)}</text>`);
+  svg.push(`<rect x="${X(lo)}" y="${y + 3}" width="${Math.max(1, X(row.s.p50) - X(lo))}" height="${rowH - 6}" fill="${row.color}"><title>${esc(row.group)} c=${row.c.slice(1)}: p50 ${ms(row.s.p50)} ms, p99 ${ms(row.s.p99)} ms</title></rect>`);
+  svg.push(`<line x1="${X(row.s.p50)}" y1="${cy}" x2="${X(row.s.p99)}" y2="${cy}" stroke="#333"/><line x1="${X(row.s.p99)}" y1="${y + 5}" x2="${X(row.s.p99)}" y2="${y + rowH - 5}" stroke="#333"/>`);
+  svg.push(`<text x="${X(row.s.p99) + 4}" y="${cy + 4}" fill="#333" font-size="10">${ms(row.s.p50)} / ${ms(row.s.p99)}</text>`);
+  y += rowH;
+}
+for (const [v, label, color] of [[floors.http.c1.p50, `loopback HTTP p50 ${ms(floors.http.c1.p50)} ms`, "#d32f2f"], [floors.spawn.forkExec.p50, `fork+exec /bin/true p50 ${ms(floors.spawn.forkExec.p50)} ms`, "#7b1fa2"]]) {
+  svg.push(`<line x1="${X(v)}" y1="${top - 8}" x2="${X(v)}" y2="${y}" stroke="${color}" stroke-dasharray="5,4" stroke-width="1.5"/>`);
+}
+svg.push(`<text x="${left}" y="${H - 8}" fill="#d32f2f">- - loopback HTTP floor p50 ${ms(floors.http.c1.p50)} ms</text>`);
+svg.push(`<text x="${left + 280}" y="${H - 8}" fill="#7b1fa2">- - fork+exec /bin/true p50 ${ms(floors.spawn.forkExec.p50)} ms</text>`);
+svg.push(`<text x="${W - right}" y="${H - 8}" text-anchor="end" fill="#555">${esc(r.date.slice(0, 10))}, ${m.nproc} CPUs</text>`);
+svg.push("</svg>");
+fs.writeFileSync(path.join(ROOT, "docs/benchmarks.svg"), svg.join("\n") + "\n");
+console.error("wrote docs/benchmarks.md and docs/benchmarks.svg");

@@ -106,6 +106,22 @@ describe("sandbox exec, <run> tags and cleanup", () => {
     assert.equal((await exec(room, "cat ran.txt")).json.result.stdout, "0\n1\n2\n3\n4\n");
   });
 
+  test("a flood of output cannot make a response larger than its documented bound", async () => {
+    const room = newRoom();
+    const res = await exec(room, "head -c 5000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2");
+    assert.equal(res.status, 200);
+    assert.equal(res.json.result.truncated, true);
+    assert.equal(res.json.result.stdout.length, 1024 * 1024);
+    assert.equal(res.json.result.stderr.length, 1024 * 1024);
+    assert.ok(res.text.length < 2 * 1024 * 1024 + 4096, `exec answer of ${res.text.length} bytes`);
+
+    const tags = Array.from({ length: 8 }, () => "<run>seq 1000000</run>").join(" ");
+    const chat = await worker.api("POST", `/api/rooms/${room}/message`, { text: `raw ${tags}` });
+    assert.equal(chat.status, 200);
+    assert.equal(chat.json.reply.match(/Output \(seq 1000000\):\n/g).length, 5);
+    assert.ok(chat.json.reply.length <= 5 * (500 + 40) + 100, `reply of ${chat.json.reply.length} characters`);
+  });
+
   test("cleanup gives a fresh sandbox and an empty history", async () => {
     const room = newRoom();
     await worker.api("POST", `/api/rooms/${room}/message`, { text: "raw <run>echo x > keep.txt && mkdir d && cd d && export K=1</run>" });

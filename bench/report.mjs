@@ -28,7 +28,7 @@ const targets = [
     met: upload ? upload.gzip <= TARGET_GZIP : null,
     why: upload
       ? upload.gzip <= TARGET_GZIP
-        ? `${kib(TARGET_GZIP - upload.gzip)} below it; the wasm is ${kib(upload.files["index_bg.wasm"]?.gzip ?? 0)} of it gzipped alone, and about a quarter of the raw wasm is its name section (see the size experiments below).`
+        ? `${kib(TARGET_GZIP - upload.gzip)} below it; the wasm is ${kib(upload.files["index_bg.wasm"]?.gzip ?? 0)} of it gzipped alone (the size experiments below show what each build setting changes).`
         : `${kib(upload.gzip - TARGET_GZIP)} above it.`
       : "",
   },

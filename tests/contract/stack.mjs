@@ -9,11 +9,9 @@
 //
 // Environment: DUET_API_TOKEN (optional) is passed to the worker as its token;
 // CONTRACT_AI_TIMEOUT_MS (default 2000) bounds the stand-in's "stall".
-import { spawn } from "node:child_process";
 import fs from "node:fs";
-import path from "node:path";
 
-import { ROOT, freePort, startWorker, tempDir } from "../e2e/support/stack.mjs";
+import { startSandboxd, startWorker, tempDir } from "../e2e/support/stack.mjs";
 
 const NOBODY = 65534;
 
@@ -23,47 +21,14 @@ function log(line) {
 
 async function startConfinedSandboxd() {
   const root = tempDir("contract-sandboxes");
-  const port = await freePort();
-  const bin = path.join(ROOT, "target/release/sandboxd");
-  const args = ["--listen", `127.0.0.1:${port}`, "--root", root];
-  let command = bin;
-  let argv = args;
-  if (process.getuid?.() === 0) {
-    fs.chownSync(root, NOBODY, NOBODY);
-    fs.chmodSync(root, 0o700);
-    command = "setpriv";
-    argv = [
-      `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--no-new-privs", "--",
-      "prlimit", "--fsize=67108864", "--nproc=256", "--nofile=1024", "--",
-      bin, ...args,
-    ];
-  }
-  const child = spawn(command, argv, { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  child.stderr.on("data", (chunk) => {
-    stderr = (stderr + chunk).slice(-4000);
-  });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`sandboxd exited: ${stderr}`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      if (i > 200) throw new Error(`sandboxd did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    url,
-    root,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 8000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  if (process.getuid?.() !== 0) return startSandboxd({ root });
+  fs.chownSync(root, NOBODY, NOBODY);
+  fs.chmodSync(root, 0o700);
+  const wrap = [
+    "setpriv", `--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups", "--no-new-privs", "--",
+    "prlimit", "--fsize=67108864", "--nproc=256", "--nofile=1024", "--",
+  ];
+  return startSandboxd({ root, wrap });
 }
 
 const sandboxd = await startConfinedSandboxd();

@@ -6,14 +6,13 @@
 // silent-sandboxd one spends ~22 s waiting on the worker's timers. Each has
 // its own worker and sandboxd, so they cannot disturb each other's rooms.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { freePort, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { startSandboxd, startWorker } from "./support/stack.mjs";
 
 /** What a loaded two-core machine may add to any bound. */
 const SLACK = 2000;
@@ -64,36 +63,6 @@ function processes() {
 /** Processes in the session of shell `sid` or working inside `dir`. */
 function leftovers(sid, dir) {
   return processes().filter((p) => p.session === sid || (p.cwd && (p.cwd === dir || p.cwd.startsWith(`${dir}/`))));
-}
-
-/**
- * sandboxd with extra arguments (stack.mjs's startSandboxd passes none).
- * Same life cycle: resolves once /health answers.
- */
-async function startSandboxdWith(args) {
-  const root = tempDir("sandboxes");
-  const port = await freePort();
-  const bin = path.join(ROOT, "target/release/sandboxd");
-  const child = spawn(bin, ["--listen", `127.0.0.1:${port}`, "--root", root, ...args], { stdio: ["ignore", "ignore", "pipe"] });
-  child.stderr.on("data", () => {});
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      if (i > 100 || child.exitCode !== null) throw new Error("sandboxd did not start");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return {
-    url,
-    root,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
 }
 
 /** A TCP server that accepts every connection and never answers. */
@@ -233,7 +202,7 @@ describe("faults", { concurrency: true }, () => {
     const LIMIT = 8 * 1024 * 1024;
     let sandboxd, worker;
     before(async () => {
-      sandboxd = await startSandboxdWith(["--max-file-bytes", String(LIMIT)]);
+      sandboxd = await startSandboxd({ args: ["--max-file-bytes", String(LIMIT)] });
       worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
     });
     after(async () => {

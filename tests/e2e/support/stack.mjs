@@ -89,22 +89,30 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
   return { url, persistDir, logs, api: client(url), stop: () => mf.dispose() };
 }
 
-/** A real sandboxd on loopback, built by `cargo build --release -p sandboxd`. */
-export async function startSandboxd({ root = tempDir("sandboxes"), port } = {}) {
+/**
+ * A real sandboxd on loopback, built by `cargo build --release -p sandboxd`.
+ * `args` are extra sandboxd options; `wrap` is a command line to run it
+ * under (e.g. one that drops privileges). Resolves once /health answers.
+ */
+export async function startSandboxd({ root = tempDir("sandboxes"), port, args = [], wrap = [] } = {}) {
   port ??= await freePort();
-  const bin = path.join(ROOT, "target/release/sandboxd");
-  const child = spawn(bin, ["--listen", `127.0.0.1:${port}`, "--root", root], { stdio: ["ignore", "ignore", "pipe"] });
-  child.stderr.on("data", () => {}); // one line per command; not needed here
+  const argv = [...wrap, path.join(ROOT, "target/release/sandboxd"), "--listen", `127.0.0.1:${port}`, "--root", root, ...args];
+  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = ""; // one line per command; kept only to explain a failed start
+  child.stderr.on("data", (chunk) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`sandboxd exited: ${stderr}`);
     try {
       if ((await fetch(`${url}/health`)).ok) break;
     } catch {
-      if (i > 100) throw new Error("sandboxd did not start");
+      if (i > 200) throw new Error(`sandboxd did not start: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  const exited = new Promise((resolve) => child.once("exit", resolve));
   return {
     url,
     root,
@@ -112,7 +120,9 @@ export async function startSandboxd({ root = tempDir("sandboxes"), port } = {}) 
     child,
     stop: async (signal = "SIGTERM") => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 8000);
       await exited;
+      clearTimeout(timer);
     },
   };
 }

@@ -64,10 +64,13 @@ pub struct ExecResult {
     pub timed_out: bool,
 }
 
+/// The exec answer. `R` is [`ExecResult`] where it is read; the Sandbox
+/// object passes sandboxd's JSON through as `R` unparsed, since it already
+/// has that shape and may carry megabytes of output.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecResponse {
-    pub result: ExecResult,
+pub struct ExecResponse<R = ExecResult> {
+    pub result: R,
     pub sandbox_name: String,
 }
 

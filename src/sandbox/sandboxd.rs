@@ -21,6 +21,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
 use worker::{
     wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch,
@@ -28,7 +29,7 @@ use worker::{
 };
 
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
-use crate::api::wire::{ExecRequest, ExecResult};
+use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
 use crate::runtime::{config, internal, timeout};
 
@@ -72,7 +73,9 @@ impl<'a> Sandboxd<'a> {
         Ok(Self { place, health })
     }
 
-    pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<ExecResult, ApiError> {
+    /// Runs one command; sandboxd's answer comes back as it was sent, checked
+    /// to be a JSON object but not rebuilt.
+    pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<Box<RawValue>, ApiError> {
         let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
         let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
         let mut response = self
@@ -83,10 +86,19 @@ impl<'a> Sandboxd<'a> {
                 limit,
             )
             .await?;
-        response
-            .json()
+        let unexpected = |why: String| {
+            ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {why}"))
+        };
+        let text = response
+            .text()
             .await
-            .map_err(|e| ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}")))
+            .map_err(|e| unexpected(e.to_string()))?;
+        let raw: Box<RawValue> =
+            serde_json::from_str(&text).map_err(|e| unexpected(e.to_string()))?;
+        if !raw.get().starts_with('{') {
+            return Err(unexpected("not a JSON object".into()));
+        }
+        Ok(raw)
     }
 
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {

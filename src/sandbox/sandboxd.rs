@@ -93,8 +93,8 @@ impl<'a> Sandboxd<'a> {
             .text()
             .await
             .map_err(|e| unexpected(e.to_string()))?;
-        let raw: Box<RawValue> =
-            serde_json::from_str(&text).map_err(|e| unexpected(e.to_string()))?;
+        // Checked in place: the (up to megabytes of) text is not copied.
+        let raw = RawValue::from_string(text).map_err(|e| unexpected(e.to_string()))?;
         if !raw.get().starts_with('{') {
             return Err(unexpected("not a JSON object".into()));
         }

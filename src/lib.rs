@@ -15,6 +15,7 @@ pub mod chat;
 pub mod front;
 pub mod runtime;
 pub mod sandbox;
+pub mod text;
 
 pub use agent::DuetAgent;
 pub use sandbox::Sandbox;

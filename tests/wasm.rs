@@ -1,7 +1,8 @@
 //! What only shows in wasm: how Rust values cross into JavaScript.
 #![cfg(target_arch = "wasm32")]
 
-use duet_cf_worker::ai::workers_ai::Input;
+use duet_cf_worker::ai::completion::Completion;
+use duet_cf_worker::ai::input;
 use duet_cf_worker::api::wire::{Message, Role};
 use duet_cf_worker::chat::context;
 use wasm_bindgen::{JsCast, JsValue};
@@ -22,11 +23,9 @@ fn workers_ai_input_is_a_plain_object() {
         ts: 1,
     }];
     let messages = context::build(&history, "now");
-    let value = serde_wasm_bindgen::to_value(&Input {
-        messages: &messages,
-        max_tokens: 512,
-    })
-    .unwrap();
+    let value =
+        serde_wasm_bindgen::to_value(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages))
+            .unwrap();
     assert!(!value.is_instance_of::<Map>());
     assert_eq!(
         Object::get_prototype_of(&value),
@@ -38,7 +37,37 @@ fn workers_ai_input_is_a_plain_object() {
     assert!(!second.is_instance_of::<Map>());
     assert_eq!(get(&second, "role").as_string().unwrap(), "assistant");
     assert_eq!(get(&second, "content").as_string().unwrap(), "earlier");
-    assert_eq!(get(&value, "max_tokens").as_f64(), Some(512.0));
+    assert_eq!(
+        get(&value, "max_completion_tokens").as_f64(),
+        Some(f64::from(input::MAX_OUTPUT_TOKENS))
+    );
+    assert!(get(&value, "max_tokens").is_undefined());
+    let switch = get(&value, "chat_template_kwargs");
+    assert!(!switch.is_instance_of::<Map>());
+    assert_eq!(get(&switch, "enable_thinking").as_bool(), Some(false));
+}
+
+/// Both answer shapes come back from JavaScript as text, without reasoning.
+#[wasm_bindgen_test]
+fn answers_of_either_shape_become_text() {
+    let parse = |json: &str| -> Option<String> {
+        let value = worker::js_sys::JSON::parse(json).unwrap();
+        serde_wasm_bindgen::from_value::<Completion>(value)
+            .unwrap()
+            .text()
+    };
+    assert_eq!(
+        parse(r#"{"response": "hi", "usage": {"total_tokens": 1}}"#).as_deref(),
+        Some("hi")
+    );
+    assert_eq!(
+        parse(r#"{"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>x</think>ok", "reasoning_content": "thoughts"}, "finish_reason": "stop"}]}"#).as_deref(),
+        Some("ok")
+    );
+    assert_eq!(
+        parse(r#"{"choices": [{"message": {"content": null, "reasoning_content": "thoughts"}}]}"#),
+        None
+    );
 }
 
 /// SQLite rows reach Rust as JS objects whose integers are numbers.

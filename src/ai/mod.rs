@@ -6,8 +6,12 @@
 //!   missing or is the local stand-in that `wrangler dev --local` gives, which
 //!   only throws "needs to be run remotely".
 //!
-//! Either way the call is bounded by `AI_TIMEOUT_MS` (at most 15 s).
+//! Either way the call is bounded by `AI_TIMEOUT_MS` (at most 15 s), the
+//! model is asked as its family expects ([`input`]), and only the answer's
+//! text comes back, without the model's thinking ([`completion`]).
 
+pub mod completion;
+pub mod input;
 mod openai;
 pub mod workers_ai;
 
@@ -16,12 +20,15 @@ use worker::Env;
 use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_REPLY_CHARS};
 use crate::api::ApiError;
 use crate::chat::context::ChatMessage;
-use crate::chat::run_tags::first_chars;
 use crate::runtime::{config, timeout};
+use crate::text::first_chars;
+use completion::Completion;
 
-pub const DEFAULT_MODEL: &str = "@cf/meta/llama-3-8b-instruct";
-/// Output tokens asked of the model.
-const MAX_TOKENS: u32 = 512;
+/// Workers AI's GLM-4.7-Flash: the fast, low-cost coding model Cloudflare
+/// recommends in place of the retired Llama 3 8B (see the README).
+pub const DEFAULT_MODEL: &str = "@cf/zai-org/glm-4.7-flash";
+/// Where to choose another model.
+pub const CATALOG: &str = "https://developers.cloudflare.com/workers-ai/models/";
 
 /// Why the Workers AI binding could not answer.
 enum Failure {
@@ -32,18 +39,21 @@ enum Failure {
 
 pub async fn answer(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError> {
     let limit = config::millis(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
-    let answer = timeout::within(limit, ask(env, context))
+    let model = config::get(env, "AI_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+    let completion = timeout::within(limit, ask(env, &model, context))
         .await
         .ok_or(ApiError::AiTimeout(limit))??;
-    Ok(first_chars(&answer, MAX_MODEL_REPLY_CHARS).to_owned())
+    let text = completion
+        .text()
+        .ok_or_else(|| ApiError::AiFailed(format!("the model {model} returned no text")))?;
+    Ok(first_chars(&text, MAX_MODEL_REPLY_CHARS).to_owned())
 }
 
-async fn ask(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError> {
-    let model = config::get(env, "AI_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+async fn ask(env: &Env, model: &str, context: &[ChatMessage<'_>]) -> Result<Completion, ApiError> {
     let binding = env.ai("AI").ok();
     if let Some(ai) = &binding {
-        match workers_ai::ask(ai, &model, context).await {
-            Ok(answer) => return Ok(answer),
+        match workers_ai::ask(ai, model, context).await {
+            Ok(completion) => return Ok(completion),
             Err(Failure::Error(why)) => return Err(ApiError::AiFailed(why)),
             Err(Failure::Unusable) => {}
         }
@@ -57,7 +67,7 @@ async fn ask(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError>
         return Err(ApiError::AiUnavailable(why.to_owned()));
     };
     let key = config::get(env, "AI_API_KEY");
-    openai::ask(&base_url, key.as_deref(), &model, context)
+    openai::ask(&base_url, key.as_deref(), model, context)
         .await
         .map_err(ApiError::AiFailed)
 }

@@ -1,34 +1,24 @@
 //! An OpenAI-compatible chat completions server, for running without Workers
 //! AI. `AI_BASE_URL` is the server's root; a trailing `/v1` is accepted too.
+//!
+//! Errors name the server by its origin only: a URL may carry credentials
+//! (`http://user:password@host`), and an upstream's error body may echo the
+//! user's message, so neither goes into an answer or a log.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use wasm_bindgen::JsValue;
 use worker::{Fetch, Headers, Method, Request, RequestInit};
 
-use super::MAX_TOKENS;
+use super::completion::Completion;
+use super::input::{self, Input};
 use crate::chat::context::ChatMessage;
 
 #[derive(Serialize)]
-struct Completion<'a> {
+struct Body<'a> {
     model: &'a str,
-    messages: &'a [ChatMessage<'a>],
-    max_tokens: u32,
+    #[serde(flatten)]
+    input: Input<'a>,
     stream: bool,
-}
-
-#[derive(Deserialize)]
-struct Completed {
-    choices: Vec<Choice>,
-}
-
-#[derive(Deserialize)]
-struct Choice {
-    message: Reply,
-}
-
-#[derive(Deserialize)]
-struct Reply {
-    content: Option<String>,
 }
 
 /// The completions URL for a configured base.
@@ -38,38 +28,53 @@ pub fn endpoint(base_url: &str) -> String {
     format!("{base}/v1/chat/completions")
 }
 
+/// The base URL as errors may show it: scheme, host and port, with no
+/// credentials, path or query.
+pub fn origin(base_url: &str) -> String {
+    let url = base_url.trim();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    match scheme {
+        "" => host.to_owned(),
+        _ => format!("{scheme}://{host}"),
+    }
+}
+
 pub(super) async fn ask(
     base_url: &str,
     key: Option<&str>,
     model: &str,
     messages: &[ChatMessage<'_>],
-) -> Result<String, String> {
-    let body = serde_json::to_string(&Completion {
+) -> Result<Completion, String> {
+    let server = origin(base_url);
+    let body = serde_json::to_string(&Body {
         model,
-        messages,
-        max_tokens: MAX_TOKENS,
+        input: input::for_model(model, messages),
         stream: false,
     })
     .map_err(|e| e.to_string())?;
-    let request = build(&endpoint(base_url), key, body).map_err(|e| e.to_string())?;
+    let request = build(&endpoint(base_url), key, body)
+        .map_err(|_| format!("AI_BASE_URL is not a usable URL ({server})"))?;
     let mut response = Fetch::Request(request)
         .send()
         .await
-        .map_err(|e| format!("cannot reach {base_url}: {e}"))?;
-    let status = response.status_code();
-    let text = response.text().await.map_err(|e| e.to_string())?;
-    if !(200..300).contains(&status) {
-        let snippet: String = text.chars().take(200).collect();
-        return Err(format!("{base_url} answered {status}: {snippet}"));
+        .map_err(|_| format!("cannot reach {server}"))?;
+    match response.status_code() {
+        200..=299 => {}
+        404 => return Err(format!(
+            "{server} answered 404: it has no model {model} (AI_MODEL), or AI_BASE_URL is not an OpenAI-compatible server"
+        )),
+        status => return Err(format!("{server} answered {status}")),
     }
-    let completed: Completed = serde_json::from_str(&text)
-        .map_err(|e| format!("{base_url} sent an unexpected body: {e}"))?;
-    completed
-        .choices
-        .into_iter()
-        .next()
-        .and_then(|choice| choice.message.content)
-        .ok_or_else(|| format!("{base_url} returned no text"))
+    let text = response
+        .text()
+        .await
+        .map_err(|_| format!("{server} broke off its answer"))?;
+    serde_json::from_str(&text)
+        .map_err(|_| format!("{server} sent an answer that is not a chat completion"))
 }
 
 fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> {
@@ -103,5 +108,44 @@ mod tests {
                 "{base}"
             );
         }
+    }
+
+    #[test]
+    fn origins_carry_no_credentials_or_paths() {
+        assert_eq!(
+            origin("http://user:pw@10.0.0.1:8080/v1?k=s#f"),
+            "http://10.0.0.1:8080"
+        );
+        assert_eq!(
+            origin("https://api.example.com/v1/"),
+            "https://api.example.com"
+        );
+        assert_eq!(origin(" http://a:b:c@host "), "http://host");
+        assert_eq!(origin("http://[::1]:11434"), "http://[::1]:11434");
+        assert_eq!(origin("host:1234/path"), "host:1234");
+    }
+
+    #[test]
+    fn the_body_is_the_model_input_plus_model_and_stream() {
+        let messages = [ChatMessage {
+            role: "user",
+            content: "hi",
+        }];
+        let body = serde_json::to_value(Body {
+            model: "qwen3:8b",
+            input: input::for_model("qwen3:8b", &messages),
+            stream: false,
+        })
+        .unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "model": "qwen3:8b",
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_completion_tokens": input::MAX_OUTPUT_TOKENS,
+                "chat_template_kwargs": {"enable_thinking": false},
+                "stream": false,
+            })
+        );
     }
 }

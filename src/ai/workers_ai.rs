@@ -1,23 +1,16 @@
 //! The Workers AI binding. Input goes as a typed struct: a `serde_json::Value`
 //! map would reach JavaScript as a `Map`, in which Workers AI finds no
 //! `messages` field.
+//!
+//! The binding throws the service's errors as `<name>: <code>: <description>`
+//! (e.g. `AiError: 5007: No such model …`); the code says what went wrong,
+//! whatever the name.
 
-use serde::{Deserialize, Serialize};
 use worker::Ai;
 
-use super::{Failure, MAX_TOKENS};
+use super::completion::Completion;
+use super::{input, Failure, CATALOG};
 use crate::chat::context::ChatMessage;
-
-#[derive(Serialize)]
-pub struct Input<'a> {
-    pub messages: &'a [ChatMessage<'a>],
-    pub max_tokens: u32,
-}
-
-#[derive(Deserialize)]
-struct Output {
-    response: Option<String>,
-}
 
 /// What local development's stand-in binding throws.
 const LOCAL_ONLY: &str = "needs to be run remotely";
@@ -26,17 +19,90 @@ pub(super) async fn ask(
     ai: &Ai,
     model: &str,
     messages: &[ChatMessage<'_>],
-) -> Result<String, Failure> {
-    let input = Input {
-        messages,
-        max_tokens: MAX_TOKENS,
+) -> Result<Completion, Failure> {
+    ai.run::<_, Completion>(model, input::for_model(model, messages))
+        .await
+        .map_err(|e| failure(model, &e.to_string()))
+}
+
+/// What a thrown error means, in words that say what to do about it.
+fn failure(model: &str, error: &str) -> Failure {
+    if error.contains(LOCAL_ONLY) {
+        return Failure::Unusable;
+    }
+    let why = match error_code(error) {
+        Some(5028) => format!(
+            "the model {model} (AI_MODEL) is retired on Workers AI ({error}); set AI_MODEL to a current model from {CATALOG}"
+        ),
+        Some(5007 | 3042) => format!(
+            "the model {model} (AI_MODEL) is unknown to Workers AI ({error}); set AI_MODEL to a model from {CATALOG}"
+        ),
+        Some(5035) => format!(
+            "the model {model} (AI_MODEL) needs the Workers Paid plan ({error}); upgrade, or set AI_MODEL to a model from {CATALOG}"
+        ),
+        _ => format!("Workers AI: {error}"),
     };
-    match ai.run::<_, Output>(model, input).await {
-        Ok(Output {
-            response: Some(text),
-        }) => Ok(text),
-        Ok(Output { response: None }) => Err(Failure::Error("Workers AI returned no text".into())),
-        Err(e) if e.to_string().contains(LOCAL_ONLY) => Err(Failure::Unusable),
-        Err(e) => Err(Failure::Error(format!("Workers AI: {e}"))),
+    Failure::Error(why)
+}
+
+/// The service's four-digit error code: the first `NNNN:` in the message.
+fn error_code(error: &str) -> Option<u16> {
+    let mut parts = error.split(':').map(str::trim).peekable();
+    while let Some(part) = parts.next() {
+        let is_code = part.len() == 4 && part.bytes().all(|b| b.is_ascii_digit());
+        if is_code && parts.peek().is_some() {
+            return part.parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn why(error: &str) -> String {
+        match failure("@cf/x/model", error) {
+            Failure::Error(why) => why,
+            Failure::Unusable => panic!("unusable"),
+        }
+    }
+
+    #[test]
+    fn codes_are_found_whatever_the_error_name() {
+        assert_eq!(error_code("AiError: 5007: No such model"), Some(5007));
+        assert_eq!(error_code("InferenceUpstreamError: 3040: busy"), Some(3040));
+        assert_eq!(error_code("Error: AiError: 5028: deprecated"), Some(5028));
+        assert_eq!(error_code("12345: not a code"), None);
+        assert_eq!(error_code("no code at all"), None);
+        assert_eq!(error_code("502"), None);
+    }
+
+    #[test]
+    fn retired_and_unknown_models_say_what_to_do() {
+        let retired = why("AiError: 5028: This model was deprecated on 2026-05-30. Please use an alternative model.");
+        assert!(
+            retired.contains("@cf/x/model (AI_MODEL) is retired"),
+            "{retired}"
+        );
+        assert!(retired.contains(CATALOG));
+        let unknown = why("AiError: 5007: No such model @cf/x/model or task");
+        assert!(unknown.contains("is unknown to Workers AI"), "{unknown}");
+        assert!(unknown.contains(CATALOG));
+        assert!(
+            why("AiError: 5035: This model requires a Workers Paid plan.").contains("Workers Paid")
+        );
+        assert_eq!(
+            why("AiError: 3040: Capacity temporarily exceeded, please try again."),
+            "Workers AI: AiError: 3040: Capacity temporarily exceeded, please try again."
+        );
+    }
+
+    #[test]
+    fn the_local_binding_is_unusable_not_failed() {
+        assert!(matches!(
+            failure("m", "Error: Binding AI needs to be run remotely"),
+            Failure::Unusable
+        ));
     }
 }

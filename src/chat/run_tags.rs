@@ -12,6 +12,7 @@
 //! or `Error (<cmd>):` and the reason when the sandbox could not run it.
 
 use crate::api::limits::{MAX_RUNS_PER_REPLY, SUMMARY_CHARS};
+use crate::text::first_chars;
 
 const OPEN: &str = "<run>";
 const CLOSE: &str = "</run>";
@@ -76,14 +77,6 @@ pub fn summary(stdout: &str, stderr: &str) -> String {
         "[no output]".to_owned()
     } else {
         first_chars(text, SUMMARY_CHARS).to_owned()
-    }
-}
-
-/// The longest prefix of `text` with at most `n` characters; never splits one.
-pub fn first_chars(text: &str, n: usize) -> &str {
-    match text.char_indices().nth(n) {
-        Some((end, _)) => &text[..end],
-        None => text,
     }
 }
 
@@ -160,8 +153,6 @@ mod tests {
         let cut = summary(&text, "");
         assert_eq!(cut.chars().count(), 500);
         assert!(cut.ends_with("é🌍"));
-        assert_eq!(first_chars("日本語", 2), "日本");
-        assert_eq!(first_chars("ab", 5), "ab");
     }
 
     #[test]

@@ -116,23 +116,6 @@ describe("chat with the Workers AI binding", () => {
 });
 
 describe("model selection", () => {
-  test("AI_MODEL overrides the default model", async () => {
-    const worker = await startWorker({ vars: { AI_MODEL: "@cf/meta/llama-3.1-8b-instruct" } });
-    try {
-      assert.equal((await worker.api("POST", `/api/rooms/m1/message`, { text: "hi" })).status, 200);
-    } finally {
-      await worker.stop();
-    }
-    const wrong = await startWorker({ vars: { AI_MODEL: "@cf/nobody/no-such-model" } });
-    try {
-      const res = await wrong.api("POST", `/api/rooms/m1/message`, { text: "hi" });
-      assert.equal(res.status, 502);
-      assert.match(res.json.error, /No such model @cf\/nobody\/no-such-model/);
-    } finally {
-      await wrong.stop();
-    }
-  });
-
   test("without the binding or AI_BASE_URL, /message is a 503 saying how to get one", async () => {
     const worker = await startWorker({ ai: "none" });
     try {

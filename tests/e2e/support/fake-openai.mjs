@@ -1,12 +1,16 @@
 // A local OpenAI-compatible chat completions server (the second AI backend),
 // answering with the same script as the Workers AI stand-in. It checks what
-// a real server would: the path, JSON, a model name, well-formed messages,
-// and the bearer key when one is configured.
+// a real server would: the path, JSON, a model name it serves (404
+// otherwise, as Ollama and OpenAI answer), well-formed messages, and the
+// bearer key when one is configured. Like Ollama, it writes a reasoning
+// model's (qwen3, deepseek-r1) thoughts into the content as <think>…</think>,
+// whatever the request says; its error bodies echo the user's message, as
+// some servers' do.
 import http from "node:http";
 
 import { script } from "./ai-standin.mjs";
 
-export async function startFakeOpenAi({ apiKey } = {}) {
+export async function startFakeOpenAi({ apiKey, models } = {}) {
   const requests = [];
   const server = http.createServer(async (req, res) => {
     const send = (status, body) => {
@@ -27,9 +31,11 @@ export async function startFakeOpenAi({ apiKey } = {}) {
       typeof body.model === "string" && body.model.length > 0 && Array.isArray(body.messages) && body.messages.length > 0 &&
       body.messages.every((m) => ["system", "user", "assistant"].includes(m.role) && typeof m.content === "string");
     if (!ok) return send(400, { error: { message: "model and messages are required" } });
+    if (models && !models.includes(body.model)) return send(404, { error: { message: `model "${body.model}" not found, try pulling it first` } });
     requests.push({ headers: req.headers, body });
     try {
-      const content = await script(body.messages);
+      const answer = await script(body.messages);
+      const content = /qwen3|deepseek-r1/.test(body.model) ? `<think>\nThe user said something; answer it.\n</think>\n\n${answer}` : answer;
       send(200, {
         id: `chatcmpl-${requests.length}`,
         object: "chat.completion",
@@ -37,7 +43,7 @@ export async function startFakeOpenAi({ apiKey } = {}) {
         choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
       });
     } catch (e) {
-      send(500, { error: { message: String(e.message) } });
+      send(500, { error: { message: `${e.message} while answering: ${body.messages.at(-1).content}` } });
     }
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));

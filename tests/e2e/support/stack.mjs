@@ -1,6 +1,8 @@
 // Starts the pieces an end-to-end test needs: the built Worker on workerd
 // (through Miniflare, with real SQLite Durable Object storage) and a real
-// sandboxd process.
+// sandboxd process. The Worker is configured from wrangler.toml, as
+// `wrangler dev` configures it, so tests, benchmarks and development share
+// one compatibility date and one set of bindings.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -8,10 +10,16 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { Miniflare } from "miniflare";
+import { convertV4MiniflareOptions, Miniflare } from "miniflare";
+
+import { startAiStandin } from "./ai-standin.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
-const COMPATIBILITY_DATE = "2026-04-01";
+
+// Quiets wrangler's notes on reading the configuration (its logger reads this
+// when loaded).
+process.env.WRANGLER_LOG ??= "error";
+const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
 
 export function tempDir(prefix) {
   return fs.mkdtempSync(path.join(os.tmpdir(), `duet-${prefix}-`));
@@ -25,68 +33,79 @@ export async function freePort() {
   return port;
 }
 
+/** The Worker's modules as worker-build writes them into `dir`. */
+function builtModules(dir) {
+  const modules = [{ type: "ESModule", path: path.join(dir, "index.js") }];
+  for (const file of fs.readdirSync(dir, { recursive: true }).sort()) {
+    const full = path.join(dir, file);
+    if (full === modules[0].path || !fs.statSync(full).isFile()) continue;
+    if (/\.(m?js)$/.test(file)) modules.push({ type: "ESModule", path: full });
+    else if (file.endsWith(".wasm")) modules.push({ type: "CompiledWasm", path: full });
+  }
+  return modules;
+}
+
 /**
- * The built worker on workerd.
- * ai: "standin" (scripted Workers AI binding), "local" (the binding as
- * `wrangler dev --local` gives it, which only throws) or "none".
+ * The built worker on workerd, configured from wrangler.toml.
+ * ai: "standin" (workerd's Workers AI binding, reaching the scripted service
+ * of ./ai-standin.mjs), "local" (the binding as `wrangler dev --local` gives
+ * it, which only throws) or "none".
  * container: { socketPath, imageName, egressImage? } gives the Sandbox object
  * a container of `imageName`, run by the Docker Engine API on the unix socket
  * `socketPath` (e.g. the stand-in of ./fake-docker.mjs); `egressImage` names
  * workerd's egress interceptor (sidecar) image.
+ * buildDir: where the built worker is (default build/).
  */
-export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state"), container } = {}) {
+export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build") } = {}) {
+  // Containers off here: wrangler would build the Dockerfile's image; a
+  // test names a ready image instead.
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), undefined, {
+    overrides: { enableContainers: false },
+  });
+  const standin = ai === "standin" ? await startAiStandin() : undefined;
   const worker = {
+    ...workerOptions,
     name: "duet",
-    modules: true,
-    scriptPath: path.join(ROOT, "build/index.js"),
-    modulesRoot: path.join(ROOT, "build"),
-    modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"], fallthrough: true }],
-    compatibilityDate: COMPATIBILITY_DATE,
-    durableObjects: {
-      DUET_AGENT: { className: "DuetAgent", useSQLite: true },
-      Sandbox: { className: "Sandbox", useSQLite: true },
-    },
-    bindings: vars,
+    modulesRules: undefined,
+    modules: builtModules(buildDir),
+    modulesRoot: buildDir,
+    bindings: { ...workerOptions.bindings, ...vars },
+    ai: ai === "none" ? undefined : { binding: "AI", remoteProxyConnectionString: standin && new URL(standin.url) },
   };
+  if (container) worker.durableObjects.Sandbox.container = { imageName: container.imageName };
+  const options = convertV4MiniflareOptions({ host: "127.0.0.1", port: await freePort(), workers: [worker] });
   if (container) {
-    worker.durableObjects.Sandbox.container = { imageName: container.imageName };
-    // A per-worker option in Miniflare; workerd wants "unix://" + an absolute path.
+    // workerd wants "unix://" + an absolute path.
     const socketPath = /^[a-z-]+:/.test(container.socketPath) ? container.socketPath : `unix://${container.socketPath}`;
-    worker.containerEngine = { localDocker: { socketPath } };
-    if (container.egressImage) worker.containerEngine.localDocker.containerEgressInterceptorImage = container.egressImage;
-  }
-  const workers = [worker];
-  if (ai === "standin") {
-    worker.wrappedBindings = { AI: { scriptName: "ai-standin" } };
-    workers.push({
-      name: "ai-standin",
-      modules: [{ type: "ESModule", path: "ai-standin.mjs", contents: fs.readFileSync(new URL("./ai-standin.mjs", import.meta.url), "utf8") }],
-    });
-  } else if (ai === "local") {
-    worker.ai = { binding: "AI" };
+    options.containerEngine = { localDocker: { socketPath } };
+    if (container.egressImage) options.containerEngine.localDocker.containerEgressInterceptorImage = container.egressImage;
   }
   // The worker's log lines, one JSON object per request and per failure.
   const logs = [];
-  const collect = (stream) => {
-    let partial = "";
-    stream.on("data", (chunk) => {
-      const lines = (partial + chunk).split("\n");
-      partial = lines.pop();
-      logs.push(...lines.filter((line) => line.trim()));
-    });
-  };
   const mf = new Miniflare({
-    workers,
-    host: "127.0.0.1",
-    port: await freePort(),
-    durableObjectsPersist: persistDir,
-    handleRuntimeStdio: (stdout, stderr) => {
-      collect(stdout);
-      collect(stderr);
-    },
+    ...options,
+    logRequests: false,
+    resourcePersistencePath: persistDir,
+    handleStructuredLogs: ({ message }) => logs.push(...message.split("\n").filter((line) => line.trim())),
   });
-  const url = (await mf.ready).toString().replace(/\/$/, "");
-  return { url, persistDir, logs, api: client(url), stop: () => mf.dispose() };
+  let url;
+  try {
+    url = (await mf.ready).toString().replace(/\/$/, "");
+  } catch (e) {
+    await standin?.close();
+    throw e;
+  }
+  return {
+    url,
+    persistDir,
+    logs,
+    ai: standin,
+    api: client(url),
+    stop: async () => {
+      await mf.dispose();
+      await standin?.close();
+    },
+  };
 }
 
 /**
@@ -97,7 +116,8 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
 export async function startSandboxd({ root = tempDir("sandboxes"), port, args = [], wrap = [] } = {}) {
   port ??= await freePort();
   const argv = [...wrap, path.join(ROOT, "target/release/sandboxd"), "--listen", `127.0.0.1:${port}`, "--root", root, ...args];
-  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", "pipe"] });
+  // A minimal environment, as in production: commands can read sandboxd's.
+  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH } });
   let stderr = ""; // one line per command; kept only to explain a failed start
   child.stderr.on("data", (chunk) => {
     stderr = (stderr + chunk).slice(-4000);

@@ -1,8 +1,16 @@
 //! DuetAgent, one Durable Object per room (named by the room id): it keeps the
 //! room's history, asks the model, and runs the model's `<run>` commands in the
 //! room's sandbox, all within [`MESSAGE_BUDGET_MS`].
+//!
+//! Cleanup is final: each cleanup starts a new epoch, and an exchange that
+//! began in an earlier one runs no further command and stores nothing (it
+//! answers 409), so nothing from before a `DELETE` reappears after it. An
+//! exchange in flight keeps the object in memory, so the epoch need not be
+//! stored.
 
 mod store;
+
+use std::cell::Cell;
 
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
@@ -22,12 +30,18 @@ use store::Store;
 pub struct DuetAgent {
     store: Store,
     env: Env,
+    /// Cleanups so far (see the module docs).
+    epoch: Cell<u64>,
 }
 
 impl DurableObject for DuetAgent {
     fn new(state: State, env: Env) -> Self {
         let store = Store::open(state.storage().sql()).expect("the messages table can be created");
-        Self { store, env }
+        Self {
+            store,
+            env,
+            epoch: Cell::new(0),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
@@ -58,16 +72,25 @@ impl DuetAgent {
     async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
         let started = timeout::now_ms();
         let deadline = started + MESSAGE_BUDGET_MS;
+        let epoch = self.epoch.get();
         let history = self.store.recent()?;
         let answer = ai::answer(&self.env, &context::build(&history, &request.text)).await?;
 
         let parsed = run_tags::parse(&answer);
+        if parsed.commands.is_empty() && parsed.prose.trim().is_empty() {
+            // Some models refuse an empty assistant turn in the history.
+            return Err(ApiError::AiFailed(
+                "the model's answer had no text (only empty <run> tags)".into(),
+            ));
+        }
         let sandbox = SandboxStub::for_room(&self.env, room)?;
         let mut outcomes = Vec::with_capacity(parsed.commands.len());
         for cmd in &parsed.commands {
+            self.still_current(epoch)?;
             outcomes.push(sandbox.run(room, cmd, deadline).await);
         }
         let reply = run_tags::reply(&parsed, &outcomes);
+        self.still_current(epoch)?;
 
         self.store.append(&[
             Message {
@@ -93,7 +116,16 @@ impl DuetAgent {
         )?)
     }
 
+    /// Fails once a cleanup has begun since `epoch`.
+    fn still_current(&self, epoch: u64) -> Result<(), ApiError> {
+        match self.epoch.get() == epoch {
+            true => Ok(()),
+            false => Err(ApiError::CleanedUp),
+        }
+    }
+
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
+        self.epoch.set(self.epoch.get() + 1);
         self.store.clear()?;
         let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await
         {

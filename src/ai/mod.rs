@@ -21,7 +21,7 @@ use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_REPLY_CHARS};
 use crate::api::ApiError;
 use crate::chat::context::ChatMessage;
 use crate::runtime::{config, timeout};
-use crate::text::first_chars;
+use crate::text::{first_chars, without_controls};
 use completion::Completion;
 
 /// Workers AI's GLM-4.7-Flash: the fast, low-cost coding model Cloudflare
@@ -43,8 +43,11 @@ pub async fn answer(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, Ap
     let completion = timeout::within(limit, ask(env, &model, context))
         .await
         .ok_or(ApiError::AiTimeout(limit))??;
+    // Chat text: no terminal control sequences reach other people's screens.
     let text = completion
         .text()
+        .map(|text| without_controls(&text).trim().to_owned())
+        .filter(|text| !text.is_empty())
         .ok_or_else(|| ApiError::AiFailed(format!("the model {model} returned no text")))?;
     Ok(first_chars(&text, MAX_MODEL_REPLY_CHARS).to_owned())
 }

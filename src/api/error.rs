@@ -31,6 +31,10 @@ pub enum ApiError {
     MethodNotAllowed(&'static str),
     #[error("request body too large: the limit is {MAX_BODY_BYTES} bytes")]
     PayloadTooLarge,
+    #[error("request body could not be read: {0}")]
+    UnreadableBody(String),
+    #[error("the room was cleaned up while this request was in flight; nothing of it was kept")]
+    CleanedUp,
     #[error("no AI backend: {0}")]
     AiUnavailable(String),
     #[error("AI backend failed: {0}")]
@@ -63,10 +67,11 @@ impl ApiError {
 
     pub fn status(&self) -> u16 {
         match self {
-            Self::Invalid(_) | Self::BadJson(_) | Self::NotAnObject => 400,
+            Self::Invalid(_) | Self::BadJson(_) | Self::NotAnObject | Self::UnreadableBody(_) => 400,
             Self::Unauthorized => 401,
             Self::NotFound => 404,
             Self::MethodNotAllowed(_) => 405,
+            Self::CleanedUp => 409,
             Self::PayloadTooLarge => 413,
             Self::Internal(_) => 500,
             Self::AiFailed(_) | Self::SandboxFailed(_) => 502,
@@ -127,6 +132,8 @@ mod tests {
     #[test]
     fn statuses() {
         assert_eq!(ApiError::PayloadTooLarge.status(), 413);
+        assert_eq!(ApiError::UnreadableBody("x".into()).status(), 400);
+        assert_eq!(ApiError::CleanedUp.status(), 409);
         assert_eq!(ApiError::Unauthorized.status(), 401);
         assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
         assert_eq!(ApiError::AiFailed("x".into()).status(), 502);

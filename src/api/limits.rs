@@ -18,6 +18,11 @@ pub const HISTORY_LIMIT: usize = 20;
 pub const MAX_RUNS_PER_REPLY: usize = 5;
 /// Characters of a command's output quoted in an agent reply.
 pub const SUMMARY_CHARS: usize = 500;
+/// Most characters of stored history sent to the model with a new message
+/// (system prompt and new message come on top): the oldest exchanges are
+/// left out first, so twenty long messages cannot overflow a small model's
+/// context window and leave the room stuck. About 4,000 tokens.
+pub const MAX_HISTORY_CONTEXT_CHARS: usize = 16_000;
 /// Longest model answer kept, in characters; the rest is cut.
 pub const MAX_MODEL_REPLY_CHARS: usize = 8_000;
 /// Time the model may take before the request fails with 504.

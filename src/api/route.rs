@@ -42,7 +42,8 @@ impl Action {
 /// known path with the wrong method is 405; only then is the room id checked.
 pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
     if path == "/health" {
-        return allow(method, &["GET"], "GET").map(|_| Route::Health);
+        // HEAD too: health checkers use it.
+        return allow(method, &["GET", "HEAD"], "GET, HEAD").map(|_| Route::Health);
     }
     let rest = path.strip_prefix("/api/rooms/").ok_or(ApiError::NotFound)?;
     let (raw_room, tail) = rest.split_once('/').unwrap_or((rest, ""));
@@ -138,6 +139,7 @@ mod tests {
     fn every_endpoint() {
         let id = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
         assert_eq!(parse("GET", "/health").unwrap(), Route::Health);
+        assert_eq!(parse("HEAD", "/health").unwrap(), Route::Health);
         assert_eq!(
             room("POST", &format!("/api/rooms/{id}/message")),
             (id.into(), Action::SendMessage)
@@ -187,7 +189,7 @@ mod tests {
     #[test]
     fn wrong_methods_are_405_with_allow() {
         let cases = [
-            ("POST", "/health", "GET"),
+            ("POST", "/health", "GET, HEAD"),
             ("GET", "/api/rooms/r/message", "POST"),
             ("DELETE", "/api/rooms/r/messages", "GET, POST"),
             ("GET", "/api/rooms/r/sandbox/exec", "POST"),

@@ -8,17 +8,21 @@ use super::limits::{
     EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
 };
 use super::wire::{ExecRequest, MessageRequest};
+use crate::text::without_controls;
 
-/// `{"text": string, "userId"?: string}`; `text` is trimmed and must not be blank.
+/// `{"text": string, "userId"?: string}`; both are chat text, so terminal
+/// control sequences are removed (see [`without_controls`]) and the rest
+/// trimmed; `text` must not be blank.
 pub fn message_request(body: &[u8]) -> Result<MessageRequest, ApiError> {
     let object = json_object(body)?;
     let mut errors = FieldErrors::new();
-    let text = required_string(&object, "text", &mut errors)
-        .map(str::trim)
+    let text = required_string(&object, "text", &mut errors).map(chat_text);
+    let text = text
+        .as_deref()
         .and_then(|text| check_text("text", text, MAX_TEXT_CHARS, &mut errors));
     let user_id = match object.get("userId") {
         None | Some(Value::Null) => None,
-        Some(Value::String(id)) => check_text("userId", id.trim(), MAX_USER_ID_CHARS, &mut errors),
+        Some(Value::String(id)) => Some(chat_text(id)),
         Some(_) => {
             errors
                 .entry("userId")
@@ -27,6 +31,9 @@ pub fn message_request(body: &[u8]) -> Result<MessageRequest, ApiError> {
             None
         }
     };
+    let user_id = user_id
+        .as_deref()
+        .and_then(|id| check_text("userId", id, MAX_USER_ID_CHARS, &mut errors));
     match text {
         Some(text) if errors.is_empty() => Ok(MessageRequest {
             text: text.to_owned(),
@@ -34,6 +41,11 @@ pub fn message_request(body: &[u8]) -> Result<MessageRequest, ApiError> {
         }),
         _ => Err(ApiError::Invalid(errors)),
     }
+}
+
+/// Text fit for other people's terminals, trimmed.
+fn chat_text(text: &str) -> String {
+    without_controls(text).trim().to_owned()
 }
 
 /// `{"cmd": string, "timeoutMs"?: integer}`; `cmd` must not be blank.
@@ -141,6 +153,20 @@ mod tests {
         );
         let m = message_request(br#"{"text": "x", "extra": 1}"#).unwrap();
         assert_eq!(m.user_id, None);
+    }
+
+    #[test]
+    fn chat_text_loses_terminal_controls() {
+        let m = message_request(
+            br#"{"text": " \u001b]52;c;ZXZpbA==\u0007hi \u001b[2J", "userId": "\u001b[31mana"}"#,
+        )
+        .unwrap();
+        assert_eq!(m.text, "hi");
+        assert_eq!(m.user_id.as_deref(), Some("ana"));
+        assert_eq!(
+            details(message_request(br#"{"text": "\u001b[2J"}"#).unwrap_err())["text"][0],
+            "must not be blank"
+        );
     }
 
     #[test]

@@ -1,8 +1,13 @@
 //! What the model sees for one message: a system prompt, the room's recent
 //! history, then the new message. Both AI backends send exactly this.
+//!
+//! The history sent is bounded by [`MAX_HISTORY_CONTEXT_CHARS`]: the most
+//! recent whole exchanges that fit, starting with a user turn. The system
+//! prompt and the new message are always sent.
 
 use serde::Serialize;
 
+use crate::api::limits::MAX_HISTORY_CONTEXT_CHARS;
 use crate::api::wire::{Message, Role};
 
 /// Tells the model how to behave in a shared terminal room.
@@ -21,13 +26,14 @@ pub struct ChatMessage<'a> {
     pub content: &'a str,
 }
 
-/// Builds the model's input: system prompt, stored history (oldest first), new text.
+/// Builds the model's input: system prompt, the stored history that fits
+/// (oldest first), new text.
 pub fn build<'a>(history: &'a [Message], text: &'a str) -> Vec<ChatMessage<'a>> {
     let system = ChatMessage {
         role: "system",
         content: SYSTEM_PROMPT,
     };
-    let past = history.iter().map(|m| ChatMessage {
+    let past = recent_that_fit(history).iter().map(|m| ChatMessage {
         role: match m.role {
             Role::User => "user",
             Role::Agent => "assistant",
@@ -42,6 +48,26 @@ pub fn build<'a>(history: &'a [Message], text: &'a str) -> Vec<ChatMessage<'a>> 
         .chain(past)
         .chain(std::iter::once(new))
         .collect()
+}
+
+/// The longest suffix of `history` within [`MAX_HISTORY_CONTEXT_CHARS`]
+/// that starts with a user turn, so the model sees whole exchanges.
+fn recent_that_fit(history: &[Message]) -> &[Message] {
+    let mut used = 0;
+    let mut start = history.len();
+    for (at, message) in history.iter().enumerate().rev() {
+        used += message.text.chars().count();
+        if used > MAX_HISTORY_CONTEXT_CHARS {
+            break;
+        }
+        start = at;
+    }
+    let kept = &history[start..];
+    let first_user = kept
+        .iter()
+        .position(|m| m.role == Role::User)
+        .unwrap_or(kept.len());
+    &kept[first_user..]
 }
 
 #[cfg(test)]
@@ -70,5 +96,62 @@ mod tests {
         assert_eq!(context[3].content, "list files");
         assert_eq!(context[2].content, "hello");
         assert!(context[0].content.contains("<run>"));
+    }
+
+    fn exchange(n: usize, chars: usize) -> [Message; 2] {
+        let text = format!("{n}{}", "x".repeat(chars - 1));
+        [
+            Message {
+                role: Role::User,
+                user_id: None,
+                text: text.clone(),
+                ts: 1,
+            },
+            Message {
+                role: Role::Agent,
+                user_id: None,
+                text,
+                ts: 2,
+            },
+        ]
+    }
+
+    #[test]
+    fn long_history_drops_the_oldest_exchanges_first() {
+        // Ten exchanges of 2 × 8,000 characters: 160,000 in all.
+        let history: Vec<Message> = (0..10).flat_map(|n| exchange(n, 8_000)).collect();
+        let context = build(&history, "now");
+        assert_eq!(context.first().unwrap().role, "system");
+        assert_eq!(context.last().unwrap().content, "now");
+        let past = &context[1..context.len() - 1];
+        let chars: usize = past.iter().map(|m| m.content.chars().count()).sum();
+        assert!(chars <= MAX_HISTORY_CONTEXT_CHARS, "{chars}");
+        assert_eq!(past.len(), 2, "the newest whole exchange");
+        assert!(past[0].content.starts_with('9'));
+        assert_eq!(past[0].role, "user");
+    }
+
+    #[test]
+    fn history_that_fits_is_sent_whole() {
+        let history: Vec<Message> = (0..10).flat_map(|n| exchange(n, 100)).collect();
+        assert_eq!(build(&history, "now").len(), 22);
+    }
+
+    #[test]
+    fn a_kept_suffix_never_starts_with_an_agent_turn() {
+        let mut history: Vec<Message> = exchange(0, 7_000).into();
+        history.extend(exchange(1, 4_000));
+        // 4,000 + 4,000 + 7,000 fit, the first user turn does not: its agent
+        // reply is left out too.
+        let context = build(&history, "now");
+        let roles: Vec<_> = context.iter().map(|m| m.role).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"]);
+        assert!(context[1].content.starts_with('1'));
+    }
+
+    #[test]
+    fn an_oversized_history_is_left_out_entirely() {
+        let history: Vec<Message> = exchange(0, MAX_HISTORY_CONTEXT_CHARS + 1).into();
+        assert_eq!(build(&history, "now").len(), 2);
     }
 }

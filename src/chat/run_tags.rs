@@ -12,7 +12,7 @@
 //! or `Error (<cmd>):` and the reason when the sandbox could not run it.
 
 use crate::api::limits::{MAX_RUNS_PER_REPLY, SUMMARY_CHARS};
-use crate::text::first_chars;
+use crate::text::{first_chars, without_controls};
 
 const OPEN: &str = "<run>";
 const CLOSE: &str = "</run>";
@@ -70,13 +70,15 @@ fn next_span(text: &str) -> Option<(&str, &str, &str)> {
     ))
 }
 
-/// The first [`SUMMARY_CHARS`] characters of stdout, else of stderr, else `[no output]`.
+/// The first [`SUMMARY_CHARS`] characters of stdout, else of stderr, else
+/// `[no output]`, as chat text (no terminal control sequences).
 pub fn summary(stdout: &str, stderr: &str) -> String {
-    let text = if !stdout.is_empty() { stdout } else { stderr };
+    let (out, err) = (without_controls(stdout), without_controls(stderr));
+    let text = if !out.is_empty() { out } else { err };
     if text.is_empty() {
         "[no output]".to_owned()
     } else {
-        first_chars(text, SUMMARY_CHARS).to_owned()
+        first_chars(&text, SUMMARY_CHARS).to_owned()
     }
 }
 
@@ -88,7 +90,10 @@ pub fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
             Outcome::Ran { stdout, stderr } => {
                 reply.push_str(&format!("\n\nOutput ({cmd}):\n{}", summary(stdout, stderr)))
             }
-            Outcome::Failed(why) => reply.push_str(&format!("\n\nError ({cmd}):\n{why}")),
+            Outcome::Failed(why) => reply.push_str(&format!(
+                "\n\nError ({cmd}):\n{}",
+                without_controls(why)
+            )),
         }
     }
     if parsed.skipped > 0 {
@@ -145,6 +150,17 @@ mod tests {
         assert_eq!(summary("", "err"), "err");
         assert_eq!(summary("", ""), "[no output]");
         assert_eq!(summary(&"a".repeat(600), ""), "a".repeat(500));
+    }
+
+    #[test]
+    fn summaries_are_chat_text() {
+        assert_eq!(
+            summary("\u{1b}[2J\u{1b}]0;pwned\u{7}files\r\n", ""),
+            "files\n"
+        );
+        assert_eq!(summary("\u{1b}[0m", "err"), "err");
+        let colored = format!("\u{1b}[32m{}", "a".repeat(600));
+        assert_eq!(summary(&colored, ""), "a".repeat(500), "cut after cleaning");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Reads a request body without ever holding more than the limit: a declared
 //! length over it is refused unread, and a streamed body is cut off as soon as
-//! it passes it.
+//! it passes it. A body that breaks off (malformed chunks, a client that hung
+//! up) is the client's failure, a 400, not the server's.
 
 use futures_util::StreamExt;
 use worker::Request;
@@ -12,16 +13,17 @@ pub async fn read(req: &mut Request) -> Result<Vec<u8>, ApiError> {
     let declared = req
         .headers()
         .get("content-length")?
-        .and_then(|len| len.parse::<usize>().ok());
-    if declared.is_some_and(|len| len > MAX_BODY_BYTES) {
+        // u64: on wasm32 a usize would not hold a length of 4 GiB or more.
+        .and_then(|len| len.trim().parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
         return Err(ApiError::PayloadTooLarge);
     }
-    let mut body = Vec::with_capacity(declared.unwrap_or(0));
+    let mut body = Vec::with_capacity(declared.map_or(0, |len| len as usize));
     let Ok(mut stream) = req.stream() else {
         return Ok(body); // no body at all
     };
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
+        let chunk = chunk.map_err(|e| ApiError::UnreadableBody(e.to_string()))?;
         if body.len() + chunk.len() > MAX_BODY_BYTES {
             return Err(ApiError::PayloadTooLarge);
         }

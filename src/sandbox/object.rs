@@ -1,7 +1,13 @@
 //! The Sandbox Durable Object. It owns no state of its own: the shell and the
 //! files live in sandboxd. It validates commands, finds sandboxd (its
 //! container, or `SANDBOX_URL` where there is none), and bounds every call.
+//!
+//! Cleanup is final: a command that arrived before a cleanup but had not
+//! reached sandboxd when it began (waiting for its body or for the
+//! container) is not sent (409); one already in sandboxd is ended by the
+//! destroy (sandboxd cancels it, or the container goes).
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
@@ -17,6 +23,8 @@ pub struct Sandbox {
     state: State,
     env: Env,
     health: Rc<Health>,
+    /// Cleanups so far.
+    epoch: Cell<u64>,
 }
 
 impl DurableObject for Sandbox {
@@ -25,6 +33,7 @@ impl DurableObject for Sandbox {
             state,
             env,
             health: Rc::default(),
+            epoch: Cell::new(0),
         }
     }
 
@@ -36,12 +45,19 @@ impl DurableObject for Sandbox {
 
 impl Sandbox {
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
+        let epoch = self.epoch.get();
         let (room, action) = route::room(req.method().as_ref(), &req.path())?;
         let name = sandbox_name(&room);
         match action {
             Action::Exec => {
                 let request = validate::exec_request(&body::read(req).await?)?;
-                let result = self.sandboxd()?.exec(&name, &request).await?;
+                let sandboxd = self.sandboxd()?;
+                sandboxd.start().await?;
+                // Nothing awaits between this check and the command being sent.
+                if self.epoch.get() != epoch {
+                    return Err(ApiError::CleanedUp);
+                }
+                let result = sandboxd.exec(&name, &request).await?;
                 Ok(respond::json(
                     200,
                     &ExecResponse {
@@ -51,6 +67,7 @@ impl Sandbox {
                 )?)
             }
             Action::Cleanup => {
+                self.epoch.set(self.epoch.get() + 1);
                 self.sandboxd()?.destroy(&name).await?;
                 Ok(respond::json(
                     200,

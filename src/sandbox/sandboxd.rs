@@ -139,9 +139,12 @@ impl<'a> Sandboxd<'a> {
             200 => Ok(response),
             status => {
                 let why = internal::error_of(response).await;
-                Err(ApiError::SandboxFailed(format!(
-                    "sandboxd answered {status}: {why}"
-                )))
+                let why = format!("sandboxd answered {status}: {why}");
+                // 503: sandboxd is at its cap of shells; try again later.
+                Err(match status {
+                    503 => ApiError::SandboxUnavailable(why),
+                    _ => ApiError::SandboxFailed(why),
+                })
             }
         }
     }
@@ -198,7 +201,7 @@ impl<'a> Sandboxd<'a> {
     /// Starts the container if needed and waits until sandboxd answers. A
     /// container that runs but never answers is destroyed, so the next call
     /// starts a fresh one.
-    async fn start(&self) -> Result<(), ApiError> {
+    pub async fn start(&self) -> Result<(), ApiError> {
         let Place::Container(container) = &self.place else {
             return Ok(());
         };

@@ -140,19 +140,21 @@ function thinking(entry, input) {
 
 // What the model answers, by the last user message:
 //   raw <text>    <text> exactly (e.g. with <run> tags)
+//   ansi <text>   <text> wrapped in terminal escape sequences
 //   fail          throws, like an overloaded model
 //   stall         never answers
-//   slow <ms>     "slept <ms>" after <ms>
+//   slow <ms> [t] after <ms>, <t> exactly, or "slept <ms>"
 //   context       the JSON of every [role, content] it was given, with < escaped
 //   anything else "echo: <message>"
 export function script(messages) {
   const last = messages[messages.length - 1].content;
   if (last.startsWith("raw ")) return last.slice(4);
+  if (last.startsWith("ansi ")) return `\u001b[1m${last.slice(5)}\u001b[0m\u001b]0;title\u0007`;
   if (last === "fail") throw new AiError(3040, "Capacity temporarily exceeded, please try again.", 429);
   if (last === "stall") return new Promise(() => {});
   if (last.startsWith("slow ")) {
-    const ms = Number(last.slice(5));
-    return new Promise((resolve) => setTimeout(() => resolve(`slept ${ms}`), ms));
+    const [, ms, text] = last.match(/^slow (\d+)(?: ([\s\S]*))?$/);
+    return new Promise((resolve) => setTimeout(() => resolve(text ?? `slept ${ms}`), Number(ms)));
   }
   // Escaped so that the system prompt's example <run> tag is not run.
   if (last === "context") return JSON.stringify(messages.map((m) => [m.role, m.content])).replaceAll("<", "\\u003c");

@@ -7,10 +7,10 @@ use worker::{Env, Request, Response, Stub};
 use crate::api::route::{self, Action, Route};
 use crate::api::{auth, ApiError};
 use crate::runtime::log::{self, RequestLog};
-use crate::runtime::{body, config, internal, respond, timeout};
+use crate::runtime::{body, clock, config, internal, respond};
 
 pub async fn handle(mut req: Request, env: Env) -> Response {
-    let started = timeout::now_ms();
+    let started = clock::now_ms();
     // The method as sent: `worker::Method` reads methods it does not know as GET.
     let method = req.inner().method();
     let path = req.path();
@@ -31,7 +31,7 @@ pub async fn handle(mut req: Request, env: Env) -> Response {
         route: route_name,
         room: room.as_deref(),
         status: response.status_code(),
-        duration_ms: timeout::now_ms().saturating_sub(started),
+        duration_ms: clock::now_ms().saturating_sub(started),
         error: error.as_deref(),
     });
     response
@@ -60,7 +60,7 @@ async fn dispatch(req: &mut Request, env: &Env, route: Route) -> Result<Response
         false => None,
     };
     internal::send(
-        &object_for(env, &room, action)?,
+        &room_object(env, &room, action)?,
         req.method(),
         &req.path(),
         body.as_deref(),
@@ -68,9 +68,10 @@ async fn dispatch(req: &mut Request, env: &Env, route: Route) -> Result<Response
     .await
 }
 
-fn object_for(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
+/// The object that serves `action` for `room`.
+fn room_object(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
     Ok(match action {
-        Action::Exec => crate::sandbox::object_for(env, room)?,
+        Action::Exec => crate::sandbox::sandbox_stub(env, room)?,
         _ => env.durable_object("DUET_AGENT")?.get_by_name(room)?,
     })
 }

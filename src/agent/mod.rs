@@ -22,7 +22,7 @@ use crate::api::wire::{
 };
 use crate::api::{validate, ApiError};
 use crate::chat::{context, run_tags};
-use crate::runtime::{body, respond, timeout};
+use crate::runtime::{body, clock, respond};
 use crate::sandbox::SandboxStub;
 use store::Store;
 
@@ -70,7 +70,7 @@ impl DuetAgent {
     }
 
     async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
-        let started = timeout::now_ms();
+        let started = clock::now_ms();
         let deadline = started + MESSAGE_BUDGET_MS;
         let epoch = self.epoch.get();
         let history = self.store.recent()?;
@@ -103,7 +103,7 @@ impl DuetAgent {
                 role: Role::Agent,
                 user_id: None,
                 text: reply.clone(),
-                ts: timeout::now_ms() as i64,
+                ts: clock::now_ms() as i64,
             },
         ])?;
         let messages = self.store.recent()?;

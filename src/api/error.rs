@@ -11,7 +11,7 @@ use super::limits::MAX_BODY_BYTES;
 pub type FieldErrors = BTreeMap<&'static str, Vec<String>>;
 
 /// The endpoints a 404 names.
-pub const ENDPOINTS: &str = "GET /health, POST /api/rooms/{roomId}/message, \
+pub const ENDPOINTS: &str = "GET /health, HEAD /health, POST /api/rooms/{roomId}/message, \
 POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
 POST /api/rooms/{roomId}/sandbox/exec, DELETE /api/rooms/{roomId}";
 
@@ -67,7 +67,9 @@ impl ApiError {
 
     pub fn status(&self) -> u16 {
         match self {
-            Self::Invalid(_) | Self::BadJson(_) | Self::NotAnObject | Self::UnreadableBody(_) => 400,
+            Self::Invalid(_) | Self::BadJson(_) | Self::NotAnObject | Self::UnreadableBody(_) => {
+                400
+            }
             Self::Unauthorized => 401,
             Self::NotFound => 404,
             Self::MethodNotAllowed(_) => 405,
@@ -97,12 +99,6 @@ impl ApiError {
             error: self.to_string(),
             details,
         }
-    }
-}
-
-impl From<worker::Error> for ApiError {
-    fn from(e: worker::Error) -> Self {
-        Self::Internal(e.to_string())
     }
 }
 

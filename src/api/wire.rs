@@ -47,31 +47,24 @@ pub struct ExecRequest {
     pub timeout_ms: u64,
 }
 
-/// What one command did, as sandboxd reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecResult {
-    pub stdout: String,
-    pub stderr: String,
-    pub exit_code: i32,
-    pub success: bool,
-    pub command: String,
-    pub duration: u64,
-    pub timestamp: String,
-    #[serde(default)]
-    pub truncated: bool,
-    #[serde(default)]
-    pub timed_out: bool,
-}
-
-/// The exec answer. `R` is [`ExecResult`] where it is read; the Sandbox
-/// object passes sandboxd's JSON through as `R` unparsed, since it already
-/// has that shape and may carry megabytes of output.
+/// The exec answer: `{"result": ..., "sandboxName": ...}`. The result is
+/// sandboxd's (the `ExecResult` of `docs/openapi.yaml`): the Sandbox object
+/// passes it through unparsed, as it may carry megabytes of output, and the
+/// agent reads only [`ExecOutput`] of it.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecResponse<R = ExecResult> {
+pub struct ExecResponse<R> {
     pub result: R,
     pub sandbox_name: String,
+}
+
+/// What the agent reads of an exec result: the output, for `<run>` summaries.
+#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct ExecOutput {
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -137,18 +130,21 @@ mod tests {
     }
 
     #[test]
-    fn exec_response_uses_camel_case() {
-        let result: ExecResult = serde_json::from_str(
-            r#"{"stdout":"hi\n","stderr":"","exitCode":0,"success":true,"command":"echo hi","duration":3,"timestamp":"2026-11-29T16:00:00.000Z"}"#,
+    fn exec_answers_are_read_for_their_output_only() {
+        let answer: ExecResponse<ExecOutput> = serde_json::from_str(
+            r#"{"result":{"stdout":"hi\n","stderr":"","exitCode":0,"success":true,"command":"echo hi","duration":3,"timestamp":"2026-11-29T16:00:00.000Z","truncated":false,"timedOut":false},"sandboxName":"sandbox-r"}"#,
         )
         .unwrap();
-        let json = serde_json::to_value(ExecResponse {
-            result,
-            sandbox_name: sandbox_name("r"),
-        })
-        .unwrap();
-        assert_eq!(json["sandboxName"], "sandbox-r");
-        assert_eq!(json["result"]["exitCode"], 0);
-        assert_eq!(json["result"]["truncated"], false);
+        assert_eq!(answer.sandbox_name, sandbox_name("r"));
+        assert_eq!(
+            answer.result,
+            ExecOutput {
+                stdout: "hi\n".into(),
+                stderr: String::new()
+            }
+        );
+        let sparse: ExecResponse<ExecOutput> =
+            serde_json::from_str(r#"{"result":{"stderr":"boom"},"sandboxName":"s"}"#).unwrap();
+        assert_eq!(sparse.result.stderr, "boom");
     }
 }

@@ -90,10 +90,9 @@ pub fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
             Outcome::Ran { stdout, stderr } => {
                 reply.push_str(&format!("\n\nOutput ({cmd}):\n{}", summary(stdout, stderr)))
             }
-            Outcome::Failed(why) => reply.push_str(&format!(
-                "\n\nError ({cmd}):\n{}",
-                without_controls(why)
-            )),
+            Outcome::Failed(why) => {
+                reply.push_str(&format!("\n\nError ({cmd}):\n{}", without_controls(why)))
+            }
         }
     }
     if parsed.skipped > 0 {

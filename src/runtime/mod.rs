@@ -1,7 +1,8 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
-//! waits, bounded body reads, JSON responses, request logs, settings.
+//! waits, the clock, bounded body reads, JSON responses, request logs, settings.
 
 pub mod body;
+pub mod clock;
 pub mod config;
 pub mod internal;
 pub mod log;

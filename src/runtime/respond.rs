@@ -1,10 +1,21 @@
 //! Builds responses: JSON bodies, and the one conversion from [`ApiError`].
+//! Also the one conversion into it from the runtime's own errors: a failing
+//! runtime call that has no more specific meaning (storage, a binding, a
+//! response that cannot be built) is a 500. Calls whose failures mean
+//! something to the caller (the model, a container, sandboxd) map their
+//! errors where they are made.
 
 use serde::Serialize;
 use worker::{Response, Result};
 
 use crate::api::ApiError;
 use crate::runtime::log::{self, ObjectFailure};
+
+impl From<worker::Error> for ApiError {
+    fn from(e: worker::Error) -> Self {
+        Self::Internal(e.to_string())
+    }
+}
 
 pub fn json<T: Serialize>(status: u16, body: &T) -> Result<Response> {
     Ok(Response::from_json(body)?.with_status(status))

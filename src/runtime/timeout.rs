@@ -16,8 +16,3 @@ pub async fn within<F: Future>(ms: u64, future: F) -> Option<F::Output> {
         Either::Right(_) => None,
     }
 }
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
-    worker::Date::now().as_millis()
-}

@@ -9,14 +9,14 @@ pub use object::Sandbox;
 
 use worker::{Env, Method};
 
-use crate::api::limits::{EXEC_DEFAULT_TIMEOUT_MS, SANDBOXD_MARGIN_MS};
-use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
+use crate::api::wire::{sandbox_name, ExecOutput, ExecRequest, ExecResponse};
 use crate::api::{validate, ApiError};
+use crate::chat::budget::command_budget;
 use crate::chat::run_tags::Outcome;
-use crate::runtime::{internal, timeout};
+use crate::runtime::{clock, internal, timeout};
 
 /// The Sandbox object of a room.
-pub fn object_for(env: &Env, room: &str) -> worker::Result<worker::Stub> {
+pub fn sandbox_stub(env: &Env, room: &str) -> worker::Result<worker::Stub> {
     env.durable_object("Sandbox")?
         .get_by_name(&sandbox_name(room))
 }
@@ -26,7 +26,7 @@ pub struct SandboxStub(worker::Stub);
 
 impl SandboxStub {
     pub fn for_room(env: &Env, room: &str) -> Result<Self, ApiError> {
-        Ok(Self(object_for(env, room)?))
+        Ok(Self(sandbox_stub(env, room)?))
     }
 
     /// Runs a command from a `<run>` tag; the whole call ends by `deadline`
@@ -35,21 +35,21 @@ impl SandboxStub {
         if let Err(why) = validate::command(cmd) {
             return Outcome::Failed(format!("command {why}"));
         }
-        let left = deadline.saturating_sub(timeout::now_ms());
-        let limit = left
-            .saturating_sub(SANDBOXD_MARGIN_MS)
-            .min(EXEC_DEFAULT_TIMEOUT_MS);
-        if limit == 0 {
+        let left = deadline.saturating_sub(clock::now_ms());
+        let Some(budget) = command_budget(left) else {
             return Outcome::Failed("not run: the reply's time budget is spent".into());
-        }
+        };
         let request = ExecRequest {
             cmd: cmd.to_owned(),
-            timeout_ms: limit,
+            timeout_ms: budget.timeout_ms,
         };
-        timeout::within(left, self.exec(room, &request))
+        timeout::within(budget.wait_ms, self.exec(room, &request))
             .await
             .unwrap_or_else(|| {
-                Outcome::Failed(format!("the sandbox did not answer within {left} ms"))
+                Outcome::Failed(format!(
+                    "the sandbox did not answer within {} ms",
+                    budget.wait_ms
+                ))
             })
     }
 
@@ -63,7 +63,7 @@ impl SandboxStub {
         if response.status_code() != 200 {
             return Outcome::Failed(internal::error_of(response).await);
         }
-        match response.json::<ExecResponse>().await {
+        match response.json::<ExecResponse<ExecOutput>>().await {
             Ok(ExecResponse { result, .. }) => Outcome::Ran {
                 stdout: result.stdout,
                 stderr: result.stderr,

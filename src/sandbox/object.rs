@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
-use super::sandboxd::{Health, Sandboxd};
+use super::sandboxd::{ContainerState, Sandboxd};
 use crate::api::route::{self, Action};
 use crate::api::wire::{sandbox_name, ExecResponse};
 use crate::api::{validate, ApiError};
@@ -22,7 +22,7 @@ use crate::runtime::{body, respond};
 pub struct Sandbox {
     state: State,
     env: Env,
-    health: Rc<Health>,
+    container: Rc<ContainerState>,
     /// Cleanups so far.
     epoch: Cell<u64>,
 }
@@ -32,7 +32,7 @@ impl DurableObject for Sandbox {
         Self {
             state,
             env,
-            health: Rc::default(),
+            container: Rc::default(),
             epoch: Cell::new(0),
         }
     }
@@ -79,6 +79,6 @@ impl Sandbox {
     }
 
     fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
-        Sandboxd::locate(&self.state, &self.env, &self.health)
+        Sandboxd::locate(&self.state, &self.env, &self.container)
     }
 }

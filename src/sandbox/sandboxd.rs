@@ -31,7 +31,7 @@ use worker::{
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
-use crate::runtime::{config, internal, timeout};
+use crate::runtime::{clock, config, internal, timeout};
 
 /// The port sandboxd listens on in the container (see the Dockerfile).
 const PORT: u16 = 8080;
@@ -40,7 +40,7 @@ const CONTAINER_ORIGIN: &str = "http://sandboxd";
 
 /// What the Sandbox object knows of its container between requests.
 #[derive(Default)]
-pub struct Health {
+pub struct ContainerState {
     /// sandboxd answered since the container last started.
     ready: Cell<bool>,
     /// A watcher is waiting for the container to exit.
@@ -54,12 +54,16 @@ enum Place {
 
 pub struct Sandboxd<'a> {
     place: Place,
-    health: &'a Rc<Health>,
+    state: &'a Rc<ContainerState>,
 }
 
 impl<'a> Sandboxd<'a> {
-    pub fn locate(state: &State, env: &Env, health: &'a Rc<Health>) -> Result<Self, ApiError> {
-        let place = match (state.container(), config::get(env, "SANDBOX_URL")) {
+    pub fn locate(
+        object: &State,
+        env: &Env,
+        state: &'a Rc<ContainerState>,
+    ) -> Result<Self, ApiError> {
+        let place = match (object.container(), config::get(env, "SANDBOX_URL")) {
             (Some(container), _) => Place::Container(Rc::new(container)),
             (None, Some(url)) => Place::Url(url.trim_end_matches('/').to_owned()),
             (None, None) => {
@@ -70,7 +74,7 @@ impl<'a> Sandboxd<'a> {
                 ))
             }
         };
-        Ok(Self { place, health })
+        Ok(Self { place, state })
     }
 
     /// Runs one command; sandboxd's answer comes back as it was sent, checked
@@ -128,7 +132,7 @@ impl<'a> Sandboxd<'a> {
             Some(Ok(response)) => response,
             outcome => {
                 // A silent or broken sandboxd is checked afresh next time.
-                self.health.ready.set(false);
+                self.state.ready.set(false);
                 return Err(match outcome {
                     Some(Err(e)) => ApiError::SandboxFailed(format!("cannot reach sandboxd: {e}")),
                     _ => ApiError::SandboxTimeout(limit_ms),
@@ -205,16 +209,18 @@ impl<'a> Sandboxd<'a> {
         let Place::Container(container) = &self.place else {
             return Ok(());
         };
-        if self.health.ready.get() && container.running() {
+        if self.state.ready.get() && container.running() {
             return Ok(());
         }
         if !container.running() {
-            container.start(None)?;
+            container.start(None).map_err(|e| {
+                ApiError::SandboxUnavailable(format!("the container could not be started: {e}"))
+            })?;
         }
         self.watch(container);
-        let deadline = timeout::now_ms() + CONTAINER_START_MS;
-        let mut pause = 50;
-        while timeout::now_ms() < deadline {
+        let deadline = clock::now_ms() + CONTAINER_START_MS;
+        let mut pauses = start_pauses();
+        while clock::now_ms() < deadline {
             if !container.running() {
                 return Err(ApiError::SandboxUnavailable(
                     "the container stopped while starting".into(),
@@ -222,11 +228,11 @@ impl<'a> Sandboxd<'a> {
             }
             let health = self.send_within(Method::Get, "/health", None, 1_000).await;
             if matches!(health, Some(Ok(ref r)) if r.status_code() == 200) {
-                self.health.ready.set(true);
+                self.state.ready.set(true);
                 return Ok(());
             }
+            let pause = pauses.next().unwrap_or(MAX_START_PAUSE_MS);
             Delay::from(Duration::from_millis(pause)).await;
-            pause = (pause * 2).min(1_000);
         }
         self.stop(container).await?;
         Err(ApiError::SandboxUnavailable(format!(
@@ -237,25 +243,68 @@ impl<'a> Sandboxd<'a> {
     /// Awaits the container's exit in the background (once per start), which
     /// is what makes `running()` turn false when it stops for any reason.
     fn watch(&self, container: &Rc<Container>) {
-        if self.health.watched.replace(true) {
+        if self.state.watched.replace(true) {
             return;
         }
-        let (container, health) = (Rc::clone(container), Rc::clone(self.health));
+        let (container, state) = (Rc::clone(container), Rc::clone(self.state));
         wasm_bindgen_futures::spawn_local(async move {
             // Settles on exit, crash, failed start or destroy; all mean "gone".
             let _ = container.wait_for_exit().await;
-            health.ready.set(false);
-            health.watched.set(false);
+            state.ready.set(false);
+            state.watched.set(false);
         });
     }
 
-    /// Destroys the container, and waits until the runtime knows it is gone.
+    /// Destroys the container, and waits (boundedly) until the runtime knows
+    /// it is gone.
     async fn stop(&self, container: &Container) -> Result<(), ApiError> {
         if container.running() {
-            container.destroy(None).await?;
+            let destroyed = timeout::within(SANDBOX_DESTROY_MS, container.destroy(None))
+                .await
+                .ok_or(ApiError::SandboxTimeout(SANDBOX_DESTROY_MS))?;
+            destroyed.map_err(|e| {
+                ApiError::SandboxFailed(format!("the container could not be destroyed: {e}"))
+            })?;
             let _ = timeout::within(SANDBOX_DESTROY_MS, container.wait_for_exit()).await;
         }
-        self.health.ready.set(false);
+        self.state.ready.set(false);
         Ok(())
+    }
+}
+
+/// The longest pause between two health checks of a starting container.
+const MAX_START_PAUSE_MS: u64 = 1_000;
+
+/// Pauses between health checks of a starting container: 50 ms, doubling up
+/// to [`MAX_START_PAUSE_MS`], so a fast start is seen at once and a slow one
+/// is not polled hard.
+fn start_pauses() -> impl Iterator<Item = u64> {
+    std::iter::successors(Some(50), |pause| Some((pause * 2).min(MAX_START_PAUSE_MS)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_pauses_double_up_to_a_second() {
+        let pauses: Vec<u64> = start_pauses().take(8).collect();
+        assert_eq!(pauses, [50, 100, 200, 400, 800, 1_000, 1_000, 1_000]);
+    }
+
+    #[test]
+    fn polling_a_slow_start_stays_within_the_start_bound() {
+        // Pauses alone (health checks come on top) until the bound is spent.
+        let mut spent = 0;
+        let checks = start_pauses()
+            .take_while(|pause| {
+                spent += pause;
+                spent <= CONTAINER_START_MS
+            })
+            .count();
+        assert!(
+            (8..=16).contains(&checks),
+            "{checks} checks in {CONTAINER_START_MS} ms"
+        );
     }
 }

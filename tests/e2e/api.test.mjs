@@ -31,8 +31,8 @@ describe("routes and errors", () => {
 
   test("known paths with the wrong method are a JSON 405 with Allow", async () => {
     const cases = [
-      ["POST", "/health", "GET"],
-      ["QUERY", "/health", "GET"],
+      ["POST", "/health", "GET, HEAD"],
+      ["QUERY", "/health", "GET, HEAD"],
       ["PROPFIND", `/api/rooms/${ROOM}/messages`, "GET, POST"],
       ["GET", `/api/rooms/${ROOM}/message`, "POST"],
       ["PUT", `/api/rooms/${ROOM}/messages`, "GET, POST"],

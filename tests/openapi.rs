@@ -1,0 +1,327 @@
+//! Keeps `docs/openapi.yaml` true to the code, checked by the compiler where
+//! it can be: the limits are `api::limits`' constants, the routes are the ones
+//! `api::route` parses and the 404 names, and every status an `ApiError` can
+//! have is documented (the list of errors below must name every variant, or
+//! this file does not compile).
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::BTreeSet;
+
+use duet_cf_worker::api::error::{FieldErrors, ENDPOINTS};
+use duet_cf_worker::api::limits::*;
+use duet_cf_worker::api::route::{self, Action, Route};
+use duet_cf_worker::api::ApiError;
+use serde_json::{json, Value};
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "patch", "head", "options", "trace",
+];
+
+fn doc() -> Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml"))
+        .expect("docs/openapi.yaml");
+    serde_yaml_ng::from_str(&text).expect("docs/openapi.yaml is YAML")
+}
+
+/// Every (METHOD, path, operation) of the document.
+fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+    let mut all = vec![];
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            if let Some(op) = item.get(method) {
+                all.push((method.to_uppercase(), path.clone(), op.clone()));
+            }
+        }
+    }
+    all
+}
+
+fn operation(doc: &Value, id: &str) -> Value {
+    operations(doc)
+        .into_iter()
+        .map(|(_, _, op)| op)
+        .find(|op| op["operationId"] == id)
+        .unwrap_or_else(|| panic!("operation {id}"))
+}
+
+/// Resolves a local `$ref`.
+fn resolve<'a>(doc: &'a Value, node: &'a Value) -> &'a Value {
+    match node["$ref"].as_str() {
+        Some(target) => doc.pointer(target.trim_start_matches('#')).expect(target),
+        None => node,
+    }
+}
+
+/// One error of every kind. The match makes a new variant a compile error
+/// here until it is listed (and so its status checked below).
+fn every_error() -> Vec<ApiError> {
+    let all = vec![
+        ApiError::Invalid(FieldErrors::new()),
+        ApiError::BadJson(String::new()),
+        ApiError::NotAnObject,
+        ApiError::Unauthorized,
+        ApiError::NotFound,
+        ApiError::MethodNotAllowed("GET"),
+        ApiError::PayloadTooLarge,
+        ApiError::UnreadableBody(String::new()),
+        ApiError::CleanedUp,
+        ApiError::AiUnavailable(String::new()),
+        ApiError::AiFailed(String::new()),
+        ApiError::AiTimeout(0),
+        ApiError::SandboxUnavailable(String::new()),
+        ApiError::SandboxFailed(String::new()),
+        ApiError::SandboxTimeout(0),
+        ApiError::Internal(String::new()),
+    ];
+    for e in &all {
+        match e {
+            ApiError::Invalid(_)
+            | ApiError::BadJson(_)
+            | ApiError::NotAnObject
+            | ApiError::Unauthorized
+            | ApiError::NotFound
+            | ApiError::MethodNotAllowed(_)
+            | ApiError::PayloadTooLarge
+            | ApiError::UnreadableBody(_)
+            | ApiError::CleanedUp
+            | ApiError::AiUnavailable(_)
+            | ApiError::AiFailed(_)
+            | ApiError::AiTimeout(_)
+            | ApiError::SandboxUnavailable(_)
+            | ApiError::SandboxFailed(_)
+            | ApiError::SandboxTimeout(_)
+            | ApiError::Internal(_) => {}
+        }
+    }
+    all
+}
+
+#[test]
+fn it_is_openapi_3() {
+    let doc = doc();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert!(doc["paths"].is_object());
+}
+
+#[test]
+fn x_limits_are_the_code_s() {
+    assert_eq!(
+        doc()["info"]["x-limits"],
+        json!({
+            "maxBodyBytes": MAX_BODY_BYTES,
+            "roomIdMaxChars": MAX_ROOM_ID_CHARS,
+            "textMaxChars": MAX_TEXT_CHARS,
+            "userIdMaxChars": MAX_USER_ID_CHARS,
+            "cmdMaxChars": MAX_CMD_CHARS,
+            "timeoutMsMax": EXEC_MAX_TIMEOUT_MS,
+            "timeoutMsDefault": EXEC_DEFAULT_TIMEOUT_MS,
+            "historyLimit": HISTORY_LIMIT,
+        })
+    );
+    let description = doc()["info"]["description"].as_str().unwrap().to_owned();
+    for value in [MAX_BODY_BYTES, MAX_TEXT_CHARS, EXEC_MAX_TIMEOUT_MS as usize] {
+        assert!(
+            description.contains(&value.to_string()),
+            "info.description mentions {value}"
+        );
+    }
+}
+
+#[test]
+fn room_ids() {
+    let doc = doc();
+    let room = &doc["components"]["parameters"]["RoomId"];
+    assert_eq!(room["in"], "path");
+    assert_eq!(room["schema"]["minLength"], 1);
+    assert_eq!(room["schema"]["maxLength"], MAX_ROOM_ID_CHARS);
+    assert_eq!(
+        room["schema"]["pattern"],
+        format!("^[A-Za-z0-9._-]{{1,{MAX_ROOM_ID_CHARS}}}$")
+    );
+    let sandbox_name = doc["components"]["schemas"]["ExecResponse"]["properties"]["sandboxName"]
+        ["pattern"]
+        .as_str()
+        .unwrap();
+    assert!(sandbox_name.contains(&format!("{{1,{MAX_ROOM_ID_CHARS}}}")));
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.contains("{roomId}") {
+            assert_eq!(
+                item["parameters"],
+                json!([{"$ref": "#/components/parameters/RoomId"}]),
+                "{path}"
+            );
+        }
+    }
+}
+
+#[test]
+fn request_fields() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let message = &schemas["MessageRequest"];
+    assert_eq!(message["required"], json!(["text"]));
+    assert_eq!(message["properties"]["text"]["minLength"], 1);
+    assert_eq!(message["properties"]["text"]["maxLength"], MAX_TEXT_CHARS);
+    assert_eq!(message["properties"]["userId"]["minLength"], 1);
+    assert_eq!(
+        message["properties"]["userId"]["maxLength"],
+        MAX_USER_ID_CHARS
+    );
+    let exec = &schemas["ExecRequest"];
+    assert_eq!(exec["required"], json!(["cmd"]));
+    assert_eq!(exec["properties"]["cmd"]["minLength"], 1);
+    assert_eq!(exec["properties"]["cmd"]["maxLength"], MAX_CMD_CHARS);
+    let timeout = &exec["properties"]["timeoutMs"];
+    assert_eq!(timeout["type"], "integer");
+    assert_eq!(timeout["minimum"], 1);
+    assert_eq!(timeout["maximum"], EXEC_MAX_TIMEOUT_MS);
+    assert_eq!(timeout["default"], EXEC_DEFAULT_TIMEOUT_MS);
+    // "Not blank after trimming": Rust's str::trim removes Unicode White_Space.
+    let not_blank = r"[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+    assert_eq!(message["properties"]["text"]["pattern"], not_blank);
+    assert_eq!(message["properties"]["userId"]["pattern"], not_blank);
+    let no_nul = not_blank.replacen("[^", r"[^\u0000", 1);
+    assert_eq!(
+        exec["properties"]["cmd"]["pattern"],
+        format!(r"^[^\u0000]*{no_nul}[^\u0000]*$")
+    );
+}
+
+#[test]
+fn history_is_bounded_and_ts_is_int64() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["MessageList"]["maxItems"], HISTORY_LIMIT);
+    assert_eq!(schemas["Message"]["properties"]["ts"]["type"], "integer");
+    assert_eq!(schemas["Message"]["properties"]["ts"]["format"], "int64");
+}
+
+#[test]
+fn every_request_body_has_the_body_limit_and_a_413() {
+    let doc = doc();
+    let mut bodies = 0;
+    for (method, path, op) in operations(&doc) {
+        let Some(body) = op.get("requestBody") else {
+            continue;
+        };
+        bodies += 1;
+        assert_eq!(
+            resolve(&doc, body)["x-max-body-bytes"],
+            MAX_BODY_BYTES,
+            "{method} {path}"
+        );
+        assert!(
+            op["responses"].get("413").is_some(),
+            "{method} {path} documents 413"
+        );
+    }
+    assert_eq!(bodies, 3);
+    let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(too_large.contains(&MAX_BODY_BYTES.to_string()));
+}
+
+#[test]
+fn the_routes_are_the_ones_the_worker_parses_and_names() {
+    let doc = doc();
+    let mut documented = BTreeSet::new();
+    for (method, path, _) in operations(&doc) {
+        let concrete = path.replace("{roomId}", "r1");
+        let parsed = route::parse(&method, &concrete)
+            .unwrap_or_else(|e| panic!("{method} {path} is not a route: {e}"));
+        let expected = match (method.as_str(), path.as_str()) {
+            ("GET" | "HEAD", "/health") => Route::Health,
+            (_, "/api/rooms/{roomId}/message" | "/api/rooms/{roomId}/messages")
+                if method == "POST" =>
+            {
+                room(Action::SendMessage)
+            }
+            ("GET", "/api/rooms/{roomId}/messages") => room(Action::History),
+            ("POST", "/api/rooms/{roomId}/sandbox/exec") => room(Action::Exec),
+            ("DELETE", "/api/rooms/{roomId}") => room(Action::Cleanup),
+            _ => panic!("{method} {path} is documented but not known here"),
+        };
+        assert_eq!(parsed, expected, "{method} {path}");
+        documented.insert(format!("{method} {path}"));
+    }
+    let named: BTreeSet<String> = ENDPOINTS.split(',').map(|e| e.trim().to_owned()).collect();
+    assert_eq!(
+        documented, named,
+        "the 404 names exactly the documented routes"
+    );
+}
+
+fn room(action: Action) -> Route {
+    Route::Room {
+        room: "r1".into(),
+        action,
+    }
+}
+
+#[test]
+fn every_status_the_worker_gives_but_500_is_documented() {
+    let doc = doc();
+    let mut documented: BTreeSet<String> = ["200", "207"].map(String::from).into();
+    for (_, _, op) in operations(&doc) {
+        documented.extend(op["responses"].as_object().unwrap().keys().cloned());
+    }
+    for e in every_error() {
+        let status = e.status();
+        // 404 and 405 belong to no operation: unknown paths, wrong methods.
+        if matches!(status, 500 | 404 | 405) {
+            continue;
+        }
+        assert!(
+            documented.contains(&status.to_string()),
+            "{status} ({e:?}) is documented"
+        );
+    }
+    for id in ["sendMessage", "sendMessages", "execCommand"] {
+        let responses = &operation(&doc, id)["responses"];
+        for code in ["400", "401", "409", "413", "502", "503", "504"] {
+            assert!(responses.get(code).is_some(), "{id} documents {code}");
+        }
+    }
+}
+
+#[test]
+fn cleanup_documents_200_and_207_bodies() {
+    let doc = doc();
+    let cleanup = &operation(&doc, "cleanupRoom")["responses"];
+    assert_eq!(
+        cleanup["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/CleanupResponse"
+    );
+    assert_eq!(
+        cleanup["207"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/PartialCleanupResponse"
+    );
+}
+
+#[test]
+fn every_ref_resolves() {
+    fn walk(doc: &Value, node: &Value, at: &str) {
+        match node {
+            Value::Object(map) => {
+                if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+                    assert!(
+                        doc.pointer(target.trim_start_matches('#')).is_some(),
+                        "{at}: {target}"
+                    );
+                }
+                for (key, value) in map {
+                    walk(doc, value, &format!("{at}/{key}"));
+                }
+            }
+            Value::Array(items) => {
+                for (i, value) in items.iter().enumerate() {
+                    walk(doc, value, &format!("{at}/{i}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let doc = doc();
+    walk(&doc, &doc, "#");
+}

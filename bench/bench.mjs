@@ -156,19 +156,8 @@ async function sandboxdAlone(sandboxd) {
 
 /** A second sandboxd that keeps up to 16 MiB per stream, so the 10 MB come back whole. */
 async function startWide() {
-  const port = await freePort();
-  const root = tempDir("sandboxes-wide");
-  const child = spawn(path.join(ROOT, "target/release/sandboxd"), ["--listen", `127.0.0.1:${port}`, "--root", root, "--output-limit", String(16 * 2 ** 20)], { stdio: ["ignore", "ignore", "ignore"] });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  const exited = new Promise((r) => child.once("exit", r));
-  return { url, stop: async () => { child.kill(); await exited; fs.rmSync(root, { recursive: true, force: true }); } };
+  const sandboxd = await startSandboxd({ root: tempDir("sandboxes-wide"), args: ["--output-limit", String(16 * 2 ** 20)] });
+  return { url: sandboxd.url, stop: async () => { await sandboxd.stop(); fs.rmSync(sandboxd.root, { recursive: true, force: true }); } };
 }
 
 async function coldStart(sandboxd) {

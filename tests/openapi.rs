@@ -116,6 +116,7 @@ fn x_limits_are_the_code_s() {
             "timeoutMsMax": EXEC_MAX_TIMEOUT_MS,
             "timeoutMsDefault": EXEC_DEFAULT_TIMEOUT_MS,
             "historyLimit": HISTORY_LIMIT,
+            "historyContextChars": MAX_HISTORY_CONTEXT_CHARS,
         })
     );
     let description = doc()["info"]["description"].as_str().unwrap().to_owned();

@@ -8,10 +8,8 @@ import net from "node:net";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
+import { LIMITS } from "./support/limits.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
-
-/** api::limits::MAX_HISTORY_CONTEXT_CHARS */
-const MAX_HISTORY_CONTEXT_CHARS = 16_000;
 const ESC = "\u001b";
 /** Any C0/C1 control but newline and tab: what chat text must never carry. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
@@ -128,7 +126,7 @@ describe("hostile input", () => {
     const history = messages.slice(1, -1);
     assert.ok(history.length >= 2, "recent history is still sent");
     assert.equal(history[0].role, "user", "whole exchanges");
-    assert.ok(history.reduce((n, m) => n + m.content.length, 0) <= MAX_HISTORY_CONTEXT_CHARS);
+    assert.ok(history.reduce((n, m) => n + m.content.length, 0) <= LIMITS.historyContextChars);
     assert.equal(history.at(-1).content, `echo: ${long(9)}`, "the newest first");
   });
 });

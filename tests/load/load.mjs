@@ -7,6 +7,8 @@
 //   npm run load -- --rooms 10 --per-room 5
 import { parseArgs } from "node:util";
 
+import { stats } from "../../bench/lib/load.mjs";
+import { LIMITS } from "../e2e/support/limits.mjs";
 import { startSandboxd, startWorker } from "../e2e/support/stack.mjs";
 
 const { values: opts } = parseArgs({
@@ -17,7 +19,6 @@ const { values: opts } = parseArgs({
 });
 const ROOMS = Number(opts.rooms);
 const PER_ROOM = Number(opts["per-room"]);
-const HISTORY_LIMIT = 20;
 
 const timings = { message: [], exec: [], history: [] };
 const failures = [];
@@ -45,15 +46,11 @@ async function room(base, index) {
     if (exec.result?.stdout !== `${id}:${i}\n`) failures.push(`${id}: exec ${i} printed ${JSON.stringify(exec.result?.stdout)}`);
   }
   const history = await call(`${base}/api/rooms/${id}/messages`, "history", "GET");
-  const expected = sent.slice(-HISTORY_LIMIT);
+  const expected = sent.slice(-LIMITS.historyLimit);
   const got = (history.messages ?? []).map((m) => m.text);
   if (JSON.stringify(got) !== JSON.stringify(expected)) failures.push(`${id}: history differs from what was sent`);
   const lines = await call(`${base}/api/rooms/${id}/sandbox/exec`, "exec", "POST", { cmd: "wc -l < log.txt" });
   if (lines.result?.stdout.trim() !== String(PER_ROOM)) failures.push(`${id}: ${lines.result?.stdout.trim()} exec lines, not ${PER_ROOM}`);
-}
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 const sandboxd = await startSandboxd();
@@ -71,9 +68,9 @@ const total = Object.values(timings).reduce((n, list) => n + list.length, 0);
 console.log(`| kind | requests | p50 ms | p99 ms | max ms |`);
 console.log(`|---|---|---|---|---|`);
 for (const [kind, list] of Object.entries(timings)) {
-  const sorted = [...list].sort((a, b) => a - b);
+  const s = stats(list);
   const f = (x) => (x ?? 0).toFixed(1);
-  console.log(`| ${kind} | ${list.length} | ${f(percentile(sorted, 50))} | ${f(percentile(sorted, 99))} | ${f(sorted.at(-1))} |`);
+  console.log(`| ${kind} | ${s.n} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.max)} |`);
 }
 console.log(`\n${ROOMS} rooms at once, ${PER_ROOM} messages and ${PER_ROOM} execs each (2 requests in flight per room): ` +
   `${total} requests in ${seconds.toFixed(1)} s (${(total / seconds).toFixed(0)} req/s), ${failures.length} failures.`);

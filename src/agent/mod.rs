@@ -1,6 +1,8 @@
 //! DuetAgent, one Durable Object per room (named by the room id): it keeps the
-//! room's history, asks the model, and runs the model's `<run>` commands in the
-//! room's sandbox, all within [`MESSAGE_BUDGET_MS`].
+//! room's history, and holds each exchange ([`exchange`]): the model's answers
+//! and the `<run>` commands they ask for, in the room's sandbox, within the
+//! exchange's time budget. An exchange is stored as one user message and one
+//! agent message once it is over.
 //!
 //! Cleanup is final: each cleanup starts a new epoch, and an exchange that
 //! began in an earlier one runs no further command and stores nothing (it
@@ -8,20 +10,18 @@
 //! exchange in flight keeps the object in memory, so the epoch need not be
 //! stored.
 
+mod exchange;
 mod store;
 
 use std::cell::Cell;
 
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
-use crate::ai;
-use crate::api::limits::MESSAGE_BUDGET_MS;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
     CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
-use crate::chat::{context, run_tags};
 use crate::runtime::{body, clock, respond};
 use crate::sandbox::SandboxStub;
 use store::Store;
@@ -71,27 +71,20 @@ impl DuetAgent {
 
     async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
         let started = clock::now_ms();
-        let deadline = started + MESSAGE_BUDGET_MS;
         let epoch = self.epoch.get();
         let history = self.store.recent()?;
-        let answer = ai::answer(&self.env, &context::build(&history, &request.text)).await?;
-
-        let parsed = run_tags::parse(&answer);
-        if parsed.commands.is_empty() && parsed.prose.trim().is_empty() {
+        let done = exchange::run(&self.env, room, &history, &request.text, started, || {
+            self.still_current(epoch)
+        })
+        .await?;
+        let reply = done.reply();
+        if reply.is_empty() {
             // Some models refuse an empty assistant turn in the history.
             return Err(ApiError::AiFailed(
                 "the model's answer had no text (only empty <run> tags)".into(),
             ));
         }
-        let sandbox = SandboxStub::for_room(&self.env, room)?;
-        let mut outcomes = Vec::with_capacity(parsed.commands.len());
-        for cmd in &parsed.commands {
-            self.still_current(epoch)?;
-            outcomes.push(sandbox.run(room, cmd, deadline).await);
-        }
-        let reply = run_tags::reply(&parsed, &outcomes);
         self.still_current(epoch)?;
-
         self.store.append(&[
             Message {
                 role: Role::User,

@@ -37,8 +37,14 @@ enum Failure {
     Error(String),
 }
 
-pub async fn answer(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, ApiError> {
-    let limit = config::millis(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
+/// The model's answer to `context`, within `AI_TIMEOUT_MS` and at most
+/// `max_ms`.
+pub async fn answer(
+    env: &Env,
+    context: &[ChatMessage<'_>],
+    max_ms: u64,
+) -> Result<String, ApiError> {
+    let limit = time_limit(env).min(max_ms);
     let model = config::get(env, "AI_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_owned());
     let completion = timeout::within(limit, ask(env, &model, context))
         .await
@@ -50,6 +56,11 @@ pub async fn answer(env: &Env, context: &[ChatMessage<'_>]) -> Result<String, Ap
         .filter(|text| !text.is_empty())
         .ok_or_else(|| ApiError::AiFailed(format!("the model {model} returned no text")))?;
     Ok(first_chars(&text, MAX_MODEL_REPLY_CHARS).to_owned())
+}
+
+/// The configured `AI_TIMEOUT_MS`, at most [`AI_TIMEOUT_MS`].
+pub fn time_limit(env: &Env) -> u64 {
+    config::millis(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS)
 }
 
 async fn ask(env: &Env, model: &str, context: &[ChatMessage<'_>]) -> Result<Completion, ApiError> {

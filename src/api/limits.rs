@@ -14,8 +14,15 @@ pub const MAX_USER_ID_CHARS: usize = 128;
 pub const MAX_CMD_CHARS: usize = 8_000;
 /// Messages a room keeps; older ones are forgotten.
 pub const HISTORY_LIMIT: usize = 20;
-/// Commands run for one agent reply; further `<run>` tags are reported, not run.
+/// Commands run for one model answer; further `<run>` tags are reported, not run.
 pub const MAX_RUNS_PER_REPLY: usize = 5;
+/// Model answers per `/message`: the first, and follow-ups that see the
+/// results of the commands before them.
+pub const MAX_MODEL_CALLS: usize = 4;
+/// Commands run per `/message`, over all its answers.
+pub const MAX_COMMANDS_PER_MESSAGE: usize = 8;
+/// Characters of each output stream of a command that the model sees.
+pub const MODEL_OUTPUT_CHARS: usize = 2_000;
 /// Characters of a command's output quoted in an agent reply.
 pub const SUMMARY_CHARS: usize = 500;
 /// Most characters of stored history sent to the model with a new message
@@ -36,6 +43,10 @@ pub const EXEC_DEFAULT_TIMEOUT_MS: u64 = 20_000;
 pub const EXEC_MAX_TIMEOUT_MS: u64 = 25_000;
 /// What a call to sandboxd may take beyond the command's own time limit.
 pub const SANDBOXD_MARGIN_MS: u64 = 2_000;
+/// The least time worth giving a follow-up model call.
+pub const MIN_MODEL_CALL_MS: u64 = 3_000;
+/// The least time worth giving a command (beyond [`SANDBOXD_MARGIN_MS`]).
+pub const MIN_COMMAND_MS: u64 = 1_000;
 /// What destroying a sandbox (ending its shell, removing its files) may take.
 pub const SANDBOX_DESTROY_MS: u64 = 10_000;
 /// Time a cold container gets to start answering.

@@ -58,13 +58,19 @@ pub struct ExecResponse<R> {
     pub sandbox_name: String,
 }
 
-/// What the agent reads of an exec result: the output, for `<run>` summaries.
-#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
+/// What the agent reads of an exec result: what the room's summaries and the
+/// model's follow-up need.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ExecOutput {
     #[serde(default)]
     pub stdout: String,
     #[serde(default)]
     pub stderr: String,
+    #[serde(default)]
+    pub exit_code: i32,
+    #[serde(default)]
+    pub timed_out: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -140,7 +146,9 @@ mod tests {
             answer.result,
             ExecOutput {
                 stdout: "hi\n".into(),
-                stderr: String::new()
+                stderr: String::new(),
+                exit_code: 0,
+                timed_out: false,
             }
         );
         let sparse: ExecResponse<ExecOutput> =

@@ -1,8 +1,11 @@
 //! How the reply's time budget is shared out: a `<run>` command gets what is
 //! left of it, less the margin its call to sandboxd may take, and never more
-//! than a command's default time limit.
+//! than a command's default time limit; a follow-up model call is made only
+//! when what is left holds it and one command after it.
 
-use crate::api::limits::{EXEC_DEFAULT_TIMEOUT_MS, SANDBOXD_MARGIN_MS};
+use crate::api::limits::{
+    EXEC_DEFAULT_TIMEOUT_MS, MIN_COMMAND_MS, MIN_MODEL_CALL_MS, SANDBOXD_MARGIN_MS,
+};
 
 /// The bounds of one command.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,9 +28,38 @@ pub fn command_budget(left_ms: u64) -> Option<CommandBudget> {
     })
 }
 
+/// What a follow-up model call may take when `left_ms` of the budget
+/// remain and the model's own limit is `model_limit_ms`: all but room for
+/// one command, or `None` when that leaves less than [`MIN_MODEL_CALL_MS`].
+pub fn follow_up_call(left_ms: u64, model_limit_ms: u64) -> Option<u64> {
+    let for_model = left_ms.checked_sub(MIN_COMMAND_MS + SANDBOXD_MARGIN_MS)?;
+    (for_model >= MIN_MODEL_CALL_MS).then_some(for_model.min(model_limit_ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_follow_up_keeps_room_for_a_command() {
+        let command = MIN_COMMAND_MS + SANDBOXD_MARGIN_MS;
+        assert_eq!(follow_up_call(20_000, 15_000), Some(15_000));
+        assert_eq!(follow_up_call(10_000, 15_000), Some(10_000 - command));
+        assert_eq!(
+            follow_up_call(MIN_MODEL_CALL_MS + command, 15_000),
+            Some(MIN_MODEL_CALL_MS)
+        );
+        assert_eq!(
+            follow_up_call(MIN_MODEL_CALL_MS + command - 1, 15_000),
+            None
+        );
+        assert_eq!(follow_up_call(0, 15_000), None);
+        assert_eq!(
+            follow_up_call(20_000, 1_500),
+            Some(1_500),
+            "never past the model's limit"
+        );
+    }
 
     #[test]
     fn plenty_of_time_gives_the_default_limit() {

@@ -1,5 +1,7 @@
 //! What the model sees for one message: a system prompt, the room's recent
-//! history, then the new message. Both AI backends send exactly this.
+//! history, the new message, and, when it is asked again within the same
+//! exchange, each of its earlier answers followed by the results of their
+//! commands (see `rounds`). Both AI backends send exactly this.
 //!
 //! The history sent is bounded by [`MAX_HISTORY_CONTEXT_CHARS`]: the most
 //! recent whole exchanges that fit, starting with a user turn. The system
@@ -15,9 +17,13 @@ pub const SYSTEM_PROMPT: &str = "You are Duet, a pair-programming assistant in a
 terminal room. Several people may talk to you; be concise and practical. You can run shell \
 commands in the room's Linux sandbox (bash; files and the working directory persist between \
 commands). To run a command, write it exactly, alone, inside <run>...</run>, for example \
-<run>ls -la</run>. Use at most five <run> tags in one answer. The output is appended to your \
-answer after you finish, so never invent or predict a command's output. Only run commands \
-that help with what was asked; never run destructive commands unless asked.";
+<run>ls -la</run>. Use at most five <run> tags in one answer. After your answer the commands \
+run in order, and you get their results (exit code and output) in a message marked as coming \
+from the sandbox; you may then run more commands the same way, or give your final answer \
+without <run> tags. You have at most four answers and eight commands per user message, so \
+plan them. Everyone in the room sees your answers and a short summary of each command's \
+output. Never invent or predict a command's output. Only run commands that help with what \
+was asked; never run destructive commands unless asked.";
 
 /// One turn of an OpenAI-style chat, the shape both backends accept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,8 +33,13 @@ pub struct ChatMessage<'a> {
 }
 
 /// Builds the model's input: system prompt, the stored history that fits
-/// (oldest first), new text.
-pub fn build<'a>(history: &'a [Message], text: &'a str) -> Vec<ChatMessage<'a>> {
+/// (oldest first), new text, then each earlier answer of this exchange and
+/// the results turn that followed it.
+pub fn build<'a>(
+    history: &'a [Message],
+    text: &'a str,
+    follow_ups: &'a [(String, String)],
+) -> Vec<ChatMessage<'a>> {
     let system = ChatMessage {
         role: "system",
         content: SYSTEM_PROMPT,
@@ -44,9 +55,22 @@ pub fn build<'a>(history: &'a [Message], text: &'a str) -> Vec<ChatMessage<'a>> 
         role: "user",
         content: text,
     };
+    let rounds = follow_ups.iter().flat_map(|(answer, results)| {
+        [
+            ChatMessage {
+                role: "assistant",
+                content: answer,
+            },
+            ChatMessage {
+                role: "user",
+                content: results,
+            },
+        ]
+    });
     std::iter::once(system)
         .chain(past)
         .chain(std::iter::once(new))
+        .chain(rounds)
         .collect()
 }
 
@@ -90,12 +114,27 @@ mod tests {
                 ts: 2,
             },
         ];
-        let context = build(&history, "list files");
+        let context = build(&history, "list files", &[]);
         let roles: Vec<_> = context.iter().map(|m| m.role).collect();
         assert_eq!(roles, ["system", "user", "assistant", "user"]);
         assert_eq!(context[3].content, "list files");
         assert_eq!(context[2].content, "hello");
         assert!(context[0].content.contains("<run>"));
+    }
+
+    #[test]
+    fn follow_ups_come_after_the_new_message_as_answer_then_results() {
+        let follow_ups = [("a <run>ls</run>".to_string(), "[results]".to_string())];
+        let context = build(&[], "list files", &follow_ups);
+        let turns: Vec<_> = context.iter().map(|m| (m.role, m.content)).collect();
+        assert_eq!(
+            turns[1..],
+            [
+                ("user", "list files"),
+                ("assistant", "a <run>ls</run>"),
+                ("user", "[results]")
+            ]
+        );
     }
 
     fn exchange(n: usize, chars: usize) -> [Message; 2] {
@@ -120,7 +159,7 @@ mod tests {
     fn long_history_drops_the_oldest_exchanges_first() {
         // Ten exchanges of 2 × 8,000 characters: 160,000 in all.
         let history: Vec<Message> = (0..10).flat_map(|n| exchange(n, 8_000)).collect();
-        let context = build(&history, "now");
+        let context = build(&history, "now", &[]);
         assert_eq!(context.first().unwrap().role, "system");
         assert_eq!(context.last().unwrap().content, "now");
         let past = &context[1..context.len() - 1];
@@ -134,7 +173,7 @@ mod tests {
     #[test]
     fn history_that_fits_is_sent_whole() {
         let history: Vec<Message> = (0..10).flat_map(|n| exchange(n, 100)).collect();
-        assert_eq!(build(&history, "now").len(), 22);
+        assert_eq!(build(&history, "now", &[]).len(), 22);
     }
 
     #[test]
@@ -143,7 +182,7 @@ mod tests {
         history.extend(exchange(1, 4_000));
         // 4,000 + 4,000 + 7,000 fit, the first user turn does not: its agent
         // reply is left out too.
-        let context = build(&history, "now");
+        let context = build(&history, "now", &[]);
         let roles: Vec<_> = context.iter().map(|m| m.role).collect();
         assert_eq!(roles, ["system", "user", "assistant", "user"]);
         assert!(context[1].content.starts_with('1'));
@@ -152,6 +191,6 @@ mod tests {
     #[test]
     fn an_oversized_history_is_left_out_entirely() {
         let history: Vec<Message> = exchange(0, MAX_HISTORY_CONTEXT_CHARS + 1).into();
-        assert_eq!(build(&history, "now").len(), 2);
+        assert_eq!(build(&history, "now", &[]).len(), 2);
     }
 }

@@ -1,7 +1,9 @@
 //! The agent's pure logic: what the model is told, how its `<run>` tags
-//! become commands and, once run, a reply, and how the reply's time is
+//! become commands, how an exchange goes on in rounds until the model is
+//! done, how the room's reply is written, and how the exchange's time is
 //! shared out.
 
 pub mod budget;
 pub mod context;
+pub mod rounds;
 pub mod run_tags;

@@ -1,7 +1,7 @@
 //! `<run>…</run>` tags in a model answer: finding the commands, and turning
-//! their outcomes into the reply the room sees.
+//! their outcomes into the text the room sees for that answer.
 //!
-//! The reply is the answer with every complete `<run>…</run>` span removed,
+//! That text is the answer with every complete `<run>…</run>` span removed,
 //! then one block per command, in order:
 //!
 //! ```text
@@ -12,6 +12,7 @@
 //! or `Error (<cmd>):` and the reason when the sandbox could not run it.
 
 use crate::api::limits::{MAX_RUNS_PER_REPLY, SUMMARY_CHARS};
+use crate::api::wire::ExecOutput;
 use crate::text::{first_chars, without_controls};
 
 const OPEN: &str = "<run>";
@@ -20,7 +21,9 @@ const CLOSE: &str = "</run>";
 /// What became of one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Ran { stdout: String, stderr: String },
+    /// It ran (whatever its exit code).
+    Ran(ExecOutput),
+    /// The sandbox could not run it, and why.
     Failed(String),
 }
 
@@ -82,26 +85,27 @@ pub fn summary(stdout: &str, stderr: &str) -> String {
     }
 }
 
-/// The reply: prose, one block per command run, and a note on skipped ones.
-pub fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
-    let mut reply = parsed.prose.trim_end().to_owned();
-    for (cmd, outcome) in parsed.commands.iter().zip(outcomes) {
+/// What the room sees of one answer: its prose, one block per command run,
+/// and a note on commands left out beyond [`MAX_RUNS_PER_REPLY`].
+pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> String {
+    let mut text = prose.trim_end().to_owned();
+    for (cmd, outcome) in ran {
         match outcome {
-            Outcome::Ran { stdout, stderr } => {
-                reply.push_str(&format!("\n\nOutput ({cmd}):\n{}", summary(stdout, stderr)))
-            }
+            Outcome::Ran(output) => text.push_str(&format!(
+                "\n\nOutput ({cmd}):\n{}",
+                summary(&output.stdout, &output.stderr)
+            )),
             Outcome::Failed(why) => {
-                reply.push_str(&format!("\n\nError ({cmd}):\n{}", without_controls(why)))
+                text.push_str(&format!("\n\nError ({cmd}):\n{}", without_controls(why)))
             }
         }
     }
-    if parsed.skipped > 0 {
-        reply.push_str(&format!(
-            "\n\n[{} more command(s) not run: at most {MAX_RUNS_PER_REPLY} run per reply]",
-            parsed.skipped
+    if skipped > 0 {
+        text.push_str(&format!(
+            "\n\n[{skipped} more command(s) not run: at most {MAX_RUNS_PER_REPLY} run per answer]"
         ));
     }
-    reply.trim().to_owned()
+    text.trim().to_owned()
 }
 
 #[cfg(test)]
@@ -109,10 +113,22 @@ mod tests {
     use super::*;
 
     fn ran(stdout: &str, stderr: &str) -> Outcome {
-        Outcome::Ran {
+        Outcome::Ran(ExecOutput {
             stdout: stdout.into(),
             stderr: stderr.into(),
-        }
+            ..ExecOutput::default()
+        })
+    }
+
+    /// The text of an answer whose commands all had `outcomes`.
+    fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
+        let ran: Vec<(String, Outcome)> = parsed
+            .commands
+            .iter()
+            .map(|cmd| cmd.to_string())
+            .zip(outcomes.iter().cloned())
+            .collect();
+        answer_text(&parsed.prose, &ran, parsed.skipped)
     }
 
     #[test]
@@ -139,7 +155,7 @@ mod tests {
         assert_eq!(p.skipped, 2);
         let outcomes = vec![ran("x", ""); 5];
         assert!(
-            reply(&p, &outcomes).ends_with("[2 more command(s) not run: at most 5 run per reply]")
+            reply(&p, &outcomes).ends_with("[2 more command(s) not run: at most 5 run per answer]")
         );
     }
 

@@ -64,10 +64,7 @@ impl SandboxStub {
             return Outcome::Failed(internal::error_of(response).await);
         }
         match response.json::<ExecResponse<ExecOutput>>().await {
-            Ok(ExecResponse { result, .. }) => Outcome::Ran {
-                stdout: result.stdout,
-                stderr: result.stderr,
-            },
+            Ok(ExecResponse { result, .. }) => Outcome::Ran(result),
             Err(e) => Outcome::Failed(format!("unexpected sandbox answer: {e}")),
         }
     }

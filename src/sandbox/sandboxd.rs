@@ -108,6 +108,17 @@ impl<'a> Sandboxd<'a> {
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {
         if let Place::Container(container) = &self.place {
             // The container's disk goes with it: nothing of the room survives.
+            // workerd destroys only a container it runs; one that stopped
+            // (and may be restarted by the engine, files and all) is
+            // replaced by a fresh one first, which removes it.
+            if !container.running() {
+                container.start(None).map_err(|e| {
+                    ApiError::SandboxFailed(format!(
+                        "the stopped container could not be removed: {e}"
+                    ))
+                })?;
+                self.watch(container);
+            }
             return self.stop(container).await;
         }
         self.call(

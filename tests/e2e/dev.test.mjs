@@ -42,7 +42,7 @@ test("npm run dev serves health, exec, chat with <run> tags and cleanup on :8788
     assert.equal(exec.json.result.stdout, "from-dev\n");
     const chat = await api("POST", "/api/rooms/dev-room/message", { text: "raw Here.<run>echo chat-ran</run>" });
     assert.equal(chat.status, 200, chat.text);
-    assert.equal(chat.json.reply, "Here.\n\nOutput (echo chat-ran):\nchat-ran");
+    assert.equal(chat.json.reply, "Here.\n\nOutput (echo chat-ran):\nchat-ran\n\nDone.");
     assert.equal(ai.requests.at(-1).body.model, "local-model");
     const cleanup = await api("DELETE", "/api/rooms/dev-room");
     assert.deepEqual(cleanup.json, { cleaned: true, roomId: "dev-room" });

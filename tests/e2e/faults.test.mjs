@@ -108,7 +108,7 @@ describe("faults", { concurrency: true }, () => {
 
       const { value: reply, ms: chatMs } = await chat;
       assert.equal(reply.status, 200);
-      assert.match(reply.json.reply, /^Error \(echo hi\):\nsandbox did not answer within \d+ ms$/);
+      assert.match(reply.json.reply, /^Error \(echo hi\):\nsandbox did not answer within \d+ ms\n\n\[Stopped: not enough of this message's time was left/);
       assert.ok(chatMs < 25_000 + SLACK, `message took ${chatMs} ms`);
       t.diagnostic(`exec 504 after ${Math.round(ms)} ms; /message 200 after ${Math.round(chatMs)} ms`);
     });

@@ -100,7 +100,7 @@ describe("hostile input", () => {
     const ran = await worker.api("POST", `${r}/message`, { text: `raw look <run>${cmd}</run>` });
     assert.equal(ran.status, 200, ran.text);
     assert.doesNotMatch(ran.json.reply, CONTROL, JSON.stringify(ran.json.reply));
-    assert.match(ran.json.reply, /^look\n\nOutput \(printf .*\):\nout$/);
+    assert.match(ran.json.reply, /^look\n\nOutput \(printf .*\):\nout\n\nDone\.$/);
     for (const m of (await worker.api("GET", `${r}/messages`)).json.messages) assert.doesNotMatch(m.text, CONTROL);
     const exec = await worker.api("POST", `${r}/sandbox/exec`, { cmd });
     assert.equal(exec.json.result.stdout, `${ESC}]52;c;ZXZpbA==\u0007${ESC}[2Jout\r\n`);

@@ -78,7 +78,8 @@ describe("sandbox exec, <run> tags and cleanup", () => {
     const answer = "raw Let me look.\n<run>mkdir -p proj && cd proj</run>\n<run>pwd</run><run>true</run><run>ls /no/such/dir</run>";
     const res = await worker.api("POST", `/api/rooms/${room}/message`, { text: answer });
     assert.equal(res.status, 200);
-    const blocks = res.json.reply.split(/\n\n(?=Output|Error)/).map((block) => block.trim());
+    assert.ok(res.json.reply.endsWith("\n\nDone."), "the model's final answer, after it saw the results");
+    const blocks = res.json.reply.slice(0, -"\n\nDone.".length).split(/\n\n(?=Output|Error)/).map((block) => block.trim());
     assert.equal(blocks[0], "Let me look.");
     assert.equal(blocks[1], "Output (mkdir -p proj && cd proj):\n[no output]");
     assert.match(blocks[2], /^Output \(pwd\):\n\/.*\/sandbox-[0-9a-f-]+\/proj$/);
@@ -93,16 +94,16 @@ describe("sandbox exec, <run> tags and cleanup", () => {
   test("outputs are cut at 500 characters, never inside a multi-byte character", async () => {
     const cmd = "printf 'a%.0s' $(seq 499); printf 'é€🌍 tail'";
     const res = await worker.api("POST", `/api/rooms/${newRoom()}/message`, { text: `raw <run>${cmd}</run>` });
-    const output = res.json.reply.split(":\n")[1];
+    const output = res.json.reply.split(":\n")[1].replace(/\n\nDone\.$/, "");
     assert.equal([...output].length, 500);
     assert.equal(output, `${"a".repeat(499)}é`);
   });
 
-  test("at most five commands run per reply, and the reply says so", async () => {
+  test("at most five commands run per answer, and the reply says so", async () => {
     const room = newRoom();
     const tags = Array.from({ length: 7 }, (_, i) => `<run>echo ${i} >> ran.txt</run>`).join("");
     const res = await worker.api("POST", `/api/rooms/${room}/message`, { text: `raw ${tags}` });
-    assert.match(res.json.reply, /\[2 more command\(s\) not run: at most 5 run per reply\]$/);
+    assert.match(res.json.reply, /\[2 more command\(s\) not run: at most 5 run per answer\]\n\nDone\.$/);
     assert.equal((await exec(room, "cat ran.txt")).json.result.stdout, "0\n1\n2\n3\n4\n");
   });
 

@@ -138,16 +138,50 @@ function thinking(entry, input) {
   }
 }
 
-// What the model answers, by the last user message:
-//   raw <text>    <text> exactly (e.g. with <run> tags)
-//   ansi <text>   <text> wrapped in terminal escape sequences
-//   fail          throws, like an overloaded model
-//   stall         never answers
-//   slow <ms> [t] after <ms>, <t> exactly, or "slept <ms>"
-//   context       the JSON of every [role, content] it was given, with < escaped
-//   anything else "echo: <message>"
+// The worker's marker for a turn that carries command results (src/chat/rounds.rs).
+const RESULTS = "[Results of your commands, from the room's sandbox]";
+
+// What the model answers, by the user's message (the last user turn that is
+// not a results turn):
+//   raw <text>        <text> exactly (e.g. with <run> tags)
+//   ansi <text>       <text> wrapped in terminal escape sequences
+//   fail              throws, like an overloaded model
+//   stall             never answers
+//   slow <ms> [t]     after <ms>, <t> exactly, or "slept <ms>"
+//   context           the JSON of every [role, content] it was given, with < escaped
+//   steps <cmd>       runs <cmd>; once it sees the results, answers "saw: <its stdout>"
+//   forever           runs "echo <round>" in every answer, never done
+//   greedy            asks for five commands in every answer
+//   fail-after <cmd>  runs <cmd>, then fails when asked again
+//   slow-after <ms> <cmd>  runs <cmd>, then takes <ms> to answer again
+//   anything else     "echo: <message>"
+// Asked again after command results, the one-shot scripts answer "Done.".
 export function script(messages) {
-  const last = messages[messages.length - 1].content;
+  const isResults = (m) => m.role === "user" && m.content.startsWith(RESULTS);
+  const at = messages.findLastIndex((m) => m.role === "user" && !isResults(m));
+  const asked = messages[at].content;
+  const round = messages.slice(at + 1).filter(isResults).length;
+  const results = messages.findLast(isResults)?.content ?? "";
+  const [word, ...rest] = asked.split(" ");
+  const arg = rest.join(" ");
+  switch (word) {
+    case "steps":
+      return round === 0 ? `Let me check. <run>${arg}</run>` : `saw: ${stdoutOf(results)}`;
+    case "forever":
+      return `Round ${round}. <run>echo ${round}</run>`;
+    case "greedy":
+      return Array.from({ length: 5 }, (_, i) => `<run>echo ${round}-${i}</run>`).join("");
+    case "fail-after":
+      if (round === 0) return `<run>${arg}</run>`;
+      throw new AiError(3040, "Capacity temporarily exceeded, please try again.", 429);
+    case "slow-after": {
+      const [ms, ...cmd] = rest;
+      if (round === 0) return `<run>${cmd.join(" ")}</run>`;
+      return sleep(Number(ms)).then(() => "late answer");
+    }
+  }
+  if (round > 0) return "Done.";
+  const last = asked;
   if (last.startsWith("raw ")) return last.slice(4);
   if (last.startsWith("ansi ")) return `\u001b[1m${last.slice(5)}\u001b[0m\u001b]0;title\u0007`;
   if (last === "fail") throw new AiError(3040, "Capacity temporarily exceeded, please try again.", 429);
@@ -159,6 +193,13 @@ export function script(messages) {
   // Escaped so that the system prompt's example <run> tag is not run.
   if (last === "context") return JSON.stringify(messages.map((m) => [m.role, m.content])).replaceAll("<", "\\u003c");
   return `echo: ${last}`;
+}
+
+/** The stdout of the first command in a results turn, trimmed. */
+function stdoutOf(results) {
+  const m = /\nstdout:(?: \(empty\)|\n([\s\S]*?))\nstderr:/.exec(results);
+  if (!m) return "(none)";
+  return m[1] === undefined ? "(empty)" : m[1].trim();
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

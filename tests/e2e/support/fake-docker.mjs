@@ -1,7 +1,7 @@
 // A stand-in for the Docker Engine, as strict as the real one about the part
-// of its HTTP API that workerd's container client uses, served on a unix
-// socket. workerd drives a Durable Object's container through it exactly as
-// it drives Docker; the "containers" are local processes:
+// of its HTTP API that workerd's container client and Miniflare use, served
+// on a unix socket. workerd drives a Durable Object's container through it
+// exactly as it drives Docker; the "containers" are local processes:
 //
 // - the Sandbox image (e.g. "duet-sandbox:test") runs sandboxd like the
 //   Dockerfile's ENTRYPOINT, with a fresh root directory per container (its
@@ -13,13 +13,30 @@
 //   tunnels to a port of its namespace or answers 400 when nothing listens
 //   there, as proxy-everything does.
 //
-// Container state is tracked like Docker does: created, running, restarting
-// (the restart policy workerd asks for is honoured, with Docker's backoff),
-// exited (with the exit code; a process killed by a signal exits 128+n, as
-// under tini), removing. Status codes follow the Engine API: 201/409/404/400
-// on create, 204/304/404 on start and stop, 204/409/404 on kill, 200/404 on
-// wait, 204/404/409 on delete. Anything else is answered with Docker's
-// 404 {"message": "page not found"} and listed in `unknown`.
+// The engine side follows the Engine API reference (API 1.47, Docker 27):
+//
+// - `GET|HEAD /_ping` with the headers clients negotiate from (`Api-Version`,
+//   `Docker-Experimental`, `Ostype`, `Builder-Version`, `Swarm`), `GET
+//   /version` and `GET /info` (the Docker CLI's `docker info`, which Miniflare
+//   runs to learn from `SecurityOptions` whether the engine is rootless; this
+//   one is a rootful engine);
+// - paths may carry a `/v1.xx` prefix; versions outside 1.24..1.47 are
+//   refused with 400, as the daemon's version middleware does;
+// - `GET /containers/json` (all, filters: id, name, label, status),
+//   `POST /containers/create`, `GET /containers/{id}/json`, `POST
+//   /containers/{id}/{start,stop,kill,wait,pause,unpause}`, `DELETE
+//   /containers/{id}`, `GET /images/{name}/json`, `GET /volumes`, `GET
+//   /networks/bridge`.
+//
+// Container state is tracked like Docker does: created, running, paused,
+// restarting (the restart policy workerd asks for is honoured, with Docker's
+// backoff), exited (with the exit code; a process killed by a signal exits
+// 128+n, as under tini), removing. A wait returns on every exit, restarts
+// included. Status codes follow the Engine API: 201/409/404/400 on create,
+// 204/304/404/409 on start and stop, 204/409/404 on kill, pause and unpause,
+// 200/404/400 on wait, 204/404/409 on delete. Anything else is answered with
+// Docker's 404 {"message": "page not found"} and listed in `unknown`, as is
+// any part of a known endpoint this stand-in does not model.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -32,8 +49,12 @@ import { ROOT, freePort, tempDir } from "./stack.mjs";
 
 /** The sidecar image this stand-in serves unless told otherwise. */
 export const EGRESS_IMAGE = "duet-proxy-everything:test";
-const SIDECAR_INGRESS_PORT = "39001/tcp";
 const SANDBOX_PORT = 8080;
+
+// What the engine says it is.
+const ENGINE_VERSION = "27.3.1";
+const API_VERSION = "1.47";
+const MIN_API_VERSION = "1.24";
 
 // What an image's ENTRYPOINT does. `port` is the host port standing for
 // port 8080 of the container's network namespace.
@@ -55,6 +76,24 @@ class DockerError extends Error {
   }
 }
 
+/** Compares two "major.minor" API versions. */
+function compareVersions(a, b) {
+  const [x, y] = [a, b].map((v) => v.split(".").map(Number));
+  return x[0] - y[0] || x[1] - y[1];
+}
+
+/** A stable image ID for an image name. */
+const imageId = (image) => `sha256:${Buffer.from(image).toString("hex").padEnd(64, "0").slice(0, 64)}`;
+
+/** Docker's human-readable durations, as in `docker ps`'s STATUS column. */
+function humanDuration(ms) {
+  const s = Math.round(ms / 1000);
+  if (s < 1) return "Less than a second";
+  if (s < 60) return `${s} seconds`;
+  const m = Math.round(s / 60);
+  return m < 60 ? `${m} minutes` : `${Math.round(m / 60)} hours`;
+}
+
 /**
  * Starts the stand-in. `images` maps image names to an entrypoint kind
  * ("sandboxd", "silent", "deaf"); the egress image is always known.
@@ -64,16 +103,22 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
   const socketPath = path.join(dir, "docker.sock");
   const imageKinds = new Map(Object.entries(images));
   const containers = new Map(); // name -> container
-  const calls = []; // { method, path, status }
+  const calls = []; // { method, path, status, image?, sent }
   const unknown = [];
   const sockets = new Set();
 
+  const find = (ref) => containers.get(ref) ?? [...containers.values()].find((c) => c.id === ref || (ref.length >= 12 && c.id.startsWith(ref)));
   const byName = (ref) => {
-    const found = containers.get(ref) ?? [...containers.values()].find((c) => c.id === ref || (ref.length >= 12 && c.id.startsWith(ref)));
+    const found = find(ref);
     if (!found) throw new DockerError(404, `No such container: ${ref}`);
     return found;
   };
-  const isUp = (c) => c.status === "running" || c.status === "restarting";
+  const isUp = (c) => c.status === "running" || c.status === "restarting" || c.status === "paused";
+  /** A part of the Engine API this stand-in does not model: recorded, and refused. */
+  const unmodelled = (what) => {
+    unknown.push(what);
+    return new DockerError(404, `not modelled by this stand-in: ${what}`);
+  };
 
   // ---- processes ---------------------------------------------------------
 
@@ -116,8 +161,21 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
         process.kill(-child.pid, "SIGKILL");
       } catch {}
       if (ns.ports.get(SANDBOX_PORT) === c.port) ns.ports.delete(SANDBOX_PORT);
-      exited(c, code ?? 128 + (SIGNALS[signal] ?? 0));
+      const status = code ?? 128 + (SIGNALS[signal] ?? 0);
+      if (c.unnoticed) {
+        // Dead, but the engine has not processed the exit yet.
+        c.unnoticed = () => exited(c, status);
+      } else {
+        exited(c, status);
+      }
     });
+  }
+
+  /** The engine processes an exit it has not noticed yet (see `crash`). */
+  function notice(c) {
+    const pending = c.unnoticed;
+    c.unnoticed = null;
+    if (typeof pending === "function") pending();
   }
 
   function exited(c, code) {
@@ -161,14 +219,34 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     if (c.kind === "proxy") {
       stopProxy(c);
       exited(c, 128 + (SIGNALS[signal] ?? 9));
+    } else if (c.unnoticed) {
+      // Acting on it makes the engine find out it is gone (or, when it is
+      // still dying, has it processed the exit as usual).
+      if (c.unnoticed === true) c.unnoticed = null;
+      else notice(c);
     } else if (c.child) {
       try {
         process.kill(-c.child.pid, signal);
       } catch {
         c.child.kill(signal);
       }
+      // A paused container's processes get the signal once thawed, as the
+      // daemon thaws a paused container it stops or kills.
+      if (c.status === "paused") thaw(c);
     }
     return done;
+  }
+
+  function freeze(c) {
+    process.kill(-c.child.pid, "SIGSTOP");
+    c.status = "paused";
+  }
+
+  function thaw(c) {
+    c.status = "running";
+    try {
+      process.kill(-c.child.pid, "SIGCONT");
+    } catch {}
   }
 
   async function stopContainer(c, seconds) {
@@ -176,6 +254,7 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     if (c.status === "restarting") {
       clearTimeout(c.restartTimer);
       c.status = "exited";
+      notify(c);
       return;
     }
     const done = signalContainer(c, c.config.StopSignal || "SIGTERM");
@@ -253,27 +332,30 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
 
   // ---- the Engine API -------------------------------------------------------
 
-  function inspect(c) {
-    const up = c.status === "running";
+  function publishedPorts(c) {
     const ports = {};
     const mode = c.hostConfig.NetworkMode ?? "";
     if (!mode.startsWith("container:")) {
       for (const key of Object.keys(c.config.ExposedPorts ?? {})) {
-        ports[key] = up && c.hostConfig.PublishAllPorts ? [{ HostIp: "127.0.0.1", HostPort: String(c.port) }] : null;
+        ports[key] = c.status === "running" && c.hostConfig.PublishAllPorts ? [{ HostIp: "127.0.0.1", HostPort: String(c.port) }] : null;
       }
     }
+    return ports;
+  }
+
+  function inspect(c) {
     return {
       Id: c.id,
       Created: c.created,
       Path: c.kind,
       Args: [],
       Name: `/${c.name}`,
-      Image: c.image,
+      Image: c.imageId,
       RestartCount: c.restartCount,
       State: {
         Status: c.status,
         Running: isUp(c),
-        Paused: false,
+        Paused: c.status === "paused",
         Restarting: c.status === "restarting",
         OOMKilled: false,
         Dead: false,
@@ -283,13 +365,125 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
         StartedAt: c.startedAt ?? "0001-01-01T00:00:00Z",
         FinishedAt: c.finishedAt ?? "0001-01-01T00:00:00Z",
       },
-      Config: { Image: c.image, Cmd: c.config.Cmd ?? null, Env: c.config.Env ?? [], ExposedPorts: c.config.ExposedPorts ?? {} },
+      Config: { Image: c.image, Cmd: c.config.Cmd ?? null, Env: c.config.Env ?? [], Labels: c.config.Labels ?? {}, ExposedPorts: c.config.ExposedPorts ?? {} },
       HostConfig: c.hostConfig,
-      NetworkSettings: { Ports: ports },
+      NetworkSettings: { Ports: publishedPorts(c) },
     };
   }
 
-  async function create(query, body) {
+  /** One entry of `GET /containers/json`. */
+  function summary(c) {
+    const since = (t) => humanDuration(Date.now() - Date.parse(t));
+    const status = {
+      created: "Created",
+      running: `Up ${since(c.startedAt)}`,
+      paused: `Up ${since(c.startedAt)} (Paused)`,
+      restarting: `Restarting (${c.exitCode}) ${since(c.finishedAt)} ago`,
+      exited: `Exited (${c.exitCode}) ${since(c.finishedAt ?? c.created)} ago`,
+      removing: "Removal In Progress",
+    }[c.status];
+    const ports = [];
+    for (const [key, bindings] of Object.entries(publishedPorts(c))) {
+      const [port, type] = key.split("/");
+      for (const b of bindings ?? [{}]) ports.push({ PrivatePort: Number(port), Type: type, ...(b.HostPort ? { IP: b.HostIp, PublicPort: Number(b.HostPort) } : {}) });
+    }
+    return {
+      Id: c.id,
+      Names: [`/${c.name}`],
+      Image: c.image,
+      ImageID: c.imageId,
+      Command: (c.config.Cmd ?? []).join(" "),
+      Created: Math.floor(Date.parse(c.created) / 1000),
+      Ports: ports,
+      Labels: c.config.Labels ?? {},
+      State: c.status,
+      Status: status,
+      HostConfig: { NetworkMode: c.hostConfig.NetworkMode ?? "default" },
+      NetworkSettings: { Networks: {} },
+      Mounts: [],
+    };
+  }
+
+  /** `filters` as the API takes it: {"key": ["value", ...]} or, before API 1.22, {"key": {"value": true}}. */
+  function parseFilters(text) {
+    if (!text) return {};
+    let filters;
+    try {
+      filters = JSON.parse(text);
+    } catch (e) {
+      throw new DockerError(400, `invalid filter: ${e.message}`);
+    }
+    if (!filters || typeof filters !== "object" || Array.isArray(filters)) throw new DockerError(400, "invalid filter: not an object");
+    return Object.fromEntries(Object.entries(filters).map(([k, v]) => [k, Array.isArray(v) ? v : Object.keys(v ?? {})]));
+  }
+
+  function list(query) {
+    const filters = parseFilters(query.get("filters"));
+    const statuses = ["created", "restarting", "running", "removing", "paused", "exited", "dead"];
+    const tests = [];
+    for (const [key, values] of Object.entries(filters)) {
+      if (key === "id") tests.push((c) => values.some((v) => c.id.startsWith(v)));
+      else if (key === "name") tests.push((c) => values.some((v) => new RegExp(v).test(`/${c.name}`)));
+      else if (key === "label") {
+        tests.push((c) =>
+          values.every((v) => {
+            const labels = c.config.Labels ?? {};
+            const i = v.indexOf("=");
+            return i < 0 ? v in labels : labels[v.slice(0, i)] === v.slice(i + 1);
+          }),
+        );
+      } else if (key === "status") {
+        for (const v of values) if (!statuses.includes(v)) throw new DockerError(400, `invalid filter 'status=${v}'`);
+        tests.push((c) => values.includes(c.status));
+      } else if (["ancestor", "before", "expose", "exited", "health", "isolation", "is-task", "network", "publish", "since", "volume"].includes(key)) {
+        throw unmodelled(`GET /containers/json filter ${key}`);
+      } else {
+        throw new DockerError(400, `invalid filter '${key}'`);
+      }
+    }
+    const all = ["1", "true"].includes(query.get("all"));
+    // Newest first; the map keeps them in creation order.
+    const found = [...containers.values()].reverse().filter((c) => (all || c.status === "running" || c.status === "paused") && tests.every((t) => t(c)));
+    const limit = Number(query.get("limit") ?? -1);
+    return [200, (limit > 0 ? found.slice(0, limit) : found).map(summary)];
+  }
+
+  /** `GET /info`: a rootful engine on this host. */
+  function info() {
+    const all = [...containers.values()];
+    const count = (...states) => all.filter((c) => states.includes(c.status)).length;
+    return {
+      ID: "DUET:FAKE:ENGINE",
+      Containers: all.length,
+      ContainersRunning: count("running", "restarting"),
+      ContainersPaused: count("paused"),
+      ContainersStopped: count("created", "exited", "removing"),
+      Images: imageKinds.size + 1,
+      Driver: "overlay2",
+      DockerRootDir: "/var/lib/docker",
+      Name: os.hostname(),
+      OSType: "linux",
+      OperatingSystem: "Duet test engine",
+      KernelVersion: os.release(),
+      Architecture: os.machine(),
+      NCPU: os.availableParallelism(),
+      MemTotal: os.totalmem(),
+      ServerVersion: ENGINE_VERSION,
+      CgroupDriver: "systemd",
+      CgroupVersion: "2",
+      DefaultRuntime: "runc",
+      Runtimes: { runc: { path: "runc" } },
+      LoggingDriver: "json-file",
+      Swarm: { LocalNodeState: "inactive", ControlAvailable: false, Error: "", RemoteManagers: null },
+      ExperimentalBuild: false,
+      Labels: [],
+      // Rootful: no "name=rootless"; so no FUSE privileges are asked for.
+      SecurityOptions: ["name=seccomp,profile=builtin", "name=cgroupns"],
+      Warnings: null,
+    };
+  }
+
+  async function create(query, body, call) {
     const name = query.get("name") ?? randomBytes(6).toString("hex");
     if (!/^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(name)) throw new DockerError(400, `Invalid container name (${name}), only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`);
     let config;
@@ -300,6 +494,7 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     }
     if (!config || typeof config !== "object") throw new DockerError(400, "config cannot be empty in order to create a container");
     if (typeof config.Image !== "string" || !config.Image) throw new DockerError(400, "no image specified");
+    call.image = config.Image;
     const kind = config.Image === egressImage ? "proxy" : imageKinds.get(config.Image);
     if (!kind) throw new DockerError(404, `No such image: ${config.Image}`);
     const existing = containers.get(name);
@@ -317,6 +512,7 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
       id: randomBytes(32).toString("hex"),
       name,
       image: config.Image,
+      imageId: imageId(config.Image),
       kind,
       config: kind === "proxy" ? config : { ...config, ExposedPorts: { ...(config.ExposedPorts ?? {}), [`${SANDBOX_PORT}/tcp`]: {} } },
       hostConfig,
@@ -327,8 +523,10 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
       runs: 0,
       restartCount: 0,
       manualStop: false,
+      unnoticed: null,
       exitWaiters: [],
       removeWaiters: [],
+      waits: new Set(), // the wait calls answered on its next exit
       ns: { ports: new Map() },
       // Its own filesystem: kept across stop/start and restarts, gone on remove.
       root: kind === "proxy" ? null : tempDir("container"),
@@ -341,6 +539,7 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
   }
 
   function start(c) {
+    if (c.status === "paused") throw new DockerError(409, "cannot start a paused container, try unpause instead");
     if (isUp(c)) return [304, null];
     if (c.status === "removing") throw new DockerError(409, `container ${c.id} is marked for removal and cannot be started`);
     const mode = c.hostConfig.NetworkMode ?? "";
@@ -360,11 +559,9 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     const sharing = [...containers.values()].filter((o) => o !== c && (o.hostConfig.NetworkMode ?? "") === `container:${c.name}` && isUp(o));
     c.manualStop = true;
     clearTimeout(c.restartTimer);
-    if (c.status === "running") {
-      c.status = "removing";
-      await signalContainer(c, "SIGKILL");
-    }
+    const wasUp = c.status === "running" || c.status === "paused";
     c.status = "removing";
+    if (wasUp) await signalContainer(c, "SIGKILL");
     if (c.root) fs.rmSync(c.root, { recursive: true, force: true });
     containers.delete(c.name);
     notify(c);
@@ -374,7 +571,7 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     return [204, null];
   }
 
-  async function wait(c, condition) {
+  async function wait(c, condition, call) {
     if (condition === "removed") {
       const code = await new Promise((resolve) => c.removeWaiters.push(resolve));
       return [200, { StatusCode: code, Error: null }];
@@ -384,16 +581,46 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     } else if (condition !== "next-exit") {
       throw new DockerError(400, `invalid condition: "${condition}"`);
     }
+    c.waits.add(call);
     const code = await new Promise((resolve) => c.exitWaiters.push(resolve));
+    c.waits.delete(call);
     return [200, { StatusCode: code, Error: null }];
   }
 
-  async function route(method, pathname, query, body) {
-    const p = pathname.replace(/^\/v\d+\.\d+(?=\/)/, "");
+  function pause(c) {
+    if (c.status === "paused") throw new DockerError(409, `Container ${c.id} is already paused`);
+    if (c.status !== "running" || !c.child) throw new DockerError(409, `Container ${c.id} is not running`);
+    freeze(c);
+    return [204, null];
+  }
+
+  function unpause(c) {
+    if (c.status !== "paused") throw new DockerError(409, `Container ${c.id} is not paused`);
+    thaw(c);
+    return [204, null];
+  }
+
+  async function route(method, pathname, query, body, call) {
+    // The daemon's version middleware: an optional /v1.xx prefix, within bounds.
+    const versioned = /^\/v(\d+\.\d+)(\/.*)$/.exec(pathname);
+    const p = versioned ? versioned[2] : pathname;
+    if (versioned) {
+      const v = versioned[1];
+      if (compareVersions(v, MIN_API_VERSION) < 0) throw new DockerError(400, `client version ${v} is too old. Minimum supported API version is ${MIN_API_VERSION}, please upgrade your client to a newer version`);
+      if (compareVersions(v, API_VERSION) > 0) throw new DockerError(400, `client version ${v} is too new. Maximum supported API version is ${API_VERSION}`);
+    }
     let m;
-    if (method === "GET" && (p === "/_ping" || p === "/_ping/")) return [200, "OK"];
-    if (method === "GET" && p === "/version") return [200, { Version: "27.0.0-duet-test", ApiVersion: "1.47", MinAPIVersion: "1.24", Os: "linux", Arch: "amd64" }];
-    if (method === "GET" && p === "/volumes") return [200, { Volumes: [], Warnings: [] }];
+    if (p === "/_ping" && method === "HEAD") return [200, null, { "Content-Type": "text/plain; charset=utf-8", "Content-Length": "0", ...PING_HEADERS }];
+    if (p === "/_ping" && method === "GET") return [200, "OK", PING_HEADERS];
+    if (method === "GET" && p === "/version") {
+      return [200, { Version: ENGINE_VERSION, ApiVersion: API_VERSION, MinAPIVersion: MIN_API_VERSION, Os: "linux", Arch: os.machine() === "aarch64" ? "arm64" : "amd64", KernelVersion: os.release(), Experimental: false }];
+    }
+    if (method === "GET" && p === "/info") return [200, info()];
+    if (method === "GET" && p === "/volumes") {
+      const filters = parseFilters(query.get("filters"));
+      for (const key of Object.keys(filters)) if (!["name", "label", "driver", "dangling"].includes(key)) throw new DockerError(400, `invalid filter '${key}'`);
+      return [200, { Volumes: [], Warnings: [] }]; // none, whatever the filter
+    }
     if (method === "GET" && p === "/networks/bridge") {
       // A loopback "bridge": workerd listens for the sidecar's egress on its gateway.
       return [200, { Name: "bridge", Id: "b".repeat(64), Driver: "bridge", EnableIPv6: false, IPAM: { Driver: "default", Config: [{ Subnet: "127.0.0.0/8", Gateway: "127.0.0.1" }] } }];
@@ -401,34 +628,44 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     if (method === "GET" && (m = /^\/images\/(.+)\/json$/.exec(p))) {
       const image = decodeURIComponent(m[1]);
       if (image !== egressImage && !imageKinds.has(image)) throw new DockerError(404, `No such image: ${image}`);
-      return [200, { Id: `sha256:${Buffer.from(image).toString("hex").padEnd(64, "0").slice(0, 64)}`, RepoTags: [image], Size: 1 }];
+      return [200, { Id: imageId(image), RepoTags: [image], Size: 1 }];
     }
-    if (method === "POST" && p === "/containers/create") return create(query, body);
+    if (method === "GET" && p === "/containers/json") return list(query);
+    if (method === "POST" && p === "/containers/create") return create(query, body, call);
     if ((m = /^\/containers\/([^/]+)(\/[a-z]+)?$/.exec(p))) {
-      const c = byName(decodeURIComponent(m[1]));
       const action = m[2] ?? "";
-      if (method === "GET" && action === "/json") return [200, inspect(c)];
-      if (method === "POST" && action === "/start") return start(c);
-      if (method === "POST" && action === "/stop") {
-        if (!isUp(c)) return [304, null];
-        await stopContainer(c, Number(query.get("t") ?? c.config.StopTimeout ?? 10));
-        return [204, null];
+      const known = { "/json": "GET", "/start": "POST", "/stop": "POST", "/kill": "POST", "/wait": "POST", "/pause": "POST", "/unpause": "POST", "": "DELETE" };
+      if (known[action] === method) {
+        const c = byName(decodeURIComponent(m[1]));
+        if (action === "/json") return [200, inspect(c)];
+        if (action === "/start") return start(c);
+        if (action === "/stop") {
+          if (!isUp(c)) return [304, null];
+          await stopContainer(c, Number(query.get("t") ?? c.config.StopTimeout ?? 10));
+          return [204, null];
+        }
+        if (action === "/kill") {
+          if (!isUp(c) || c.status === "restarting") throw new DockerError(409, `Cannot kill container: ${c.name}: Container ${c.id} is not running`);
+          const signal = query.get("signal") ?? "SIGKILL";
+          const name = /^\d+$/.test(signal) ? Object.keys(SIGNALS).find((k) => SIGNALS[k] === Number(signal)) : signal.startsWith("SIG") ? signal : `SIG${signal}`;
+          if (!name || !(name in SIGNALS)) throw new DockerError(400, `Invalid signal: ${signal}`);
+          c.manualStop = true;
+          signalContainer(c, name);
+          return [204, null];
+        }
+        if (action === "/wait") return wait(c, query.get("condition"), call);
+        if (action === "/pause") return pause(c);
+        if (action === "/unpause") return unpause(c);
+        return remove(c, ["1", "true"].includes(query.get("force")));
       }
-      if (method === "POST" && action === "/kill") {
-        if (!isUp(c) || c.status === "restarting") throw new DockerError(409, `Cannot kill container: ${c.name}: Container ${c.id} is not running`);
-        const signal = query.get("signal") ?? "SIGKILL";
-        const name = /^\d+$/.test(signal) ? Object.keys(SIGNALS).find((k) => SIGNALS[k] === Number(signal)) : signal.startsWith("SIG") ? signal : `SIG${signal}`;
-        if (!name || !(name in SIGNALS)) throw new DockerError(400, `Invalid signal: ${signal}`);
-        c.manualStop = true;
-        signalContainer(c, name);
-        return [204, null];
-      }
-      if (method === "POST" && action === "/wait") return wait(c, query.get("condition"));
-      if (method === "DELETE" && action === "") return remove(c, ["1", "true"].includes(query.get("force")));
     }
     unknown.push(`${method} ${pathname}`);
     return [404, { message: "page not found" }];
   }
+
+  const PING_HEADERS = { "Cache-Control": "no-cache, no-store, must-revalidate", Pragma: "no-cache", "Builder-Version": "2", Swarm: "inactive" };
+  // What the daemon's middlewares put on every answer.
+  const COMMON_HEADERS = { "Api-Version": API_VERSION, "Docker-Experimental": "false", Ostype: "linux", Server: `Docker/${ENGINE_VERSION} (linux)` };
 
   const server = http.createServer((req, res) => {
     let body = "";
@@ -437,21 +674,23 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     req.on("end", async () => {
       const url = new URL(req.url, "http://docker");
       const call = { method: req.method, path: req.url, status: 0 };
+      call.sent = new Promise((resolve) => res.once("close", resolve));
       calls.push(call);
-      let status, payload;
+      let status, payload, headers;
       try {
-        [status, payload] = await route(req.method, url.pathname, url.searchParams, body);
+        [status, payload, headers] = await route(req.method, url.pathname, url.searchParams, body, call);
       } catch (e) {
         [status, payload] = e instanceof DockerError ? [e.status, { message: e.message }] : [500, { message: String(e?.stack ?? e) }];
       }
       call.status = status;
       if (res.destroyed) return;
+      headers = { ...COMMON_HEADERS, ...headers };
       if (payload === null || status === 204 || status === 304) {
-        res.writeHead(status).end();
+        res.writeHead(status, headers).end();
       } else if (typeof payload === "string") {
-        res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(payload);
+        res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", ...headers }).end(payload);
       } else {
-        res.writeHead(status, { "content-type": "application/json", "api-version": "1.47" }).end(`${JSON.stringify(payload)}\n`);
+        res.writeHead(status, { "Content-Type": "application/json", ...headers }).end(`${JSON.stringify(payload)}\n`);
       }
     });
   });
@@ -460,6 +699,9 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     s.once("close", () => sockets.delete(s));
   });
   await new Promise((resolve, reject) => server.once("error", reject).listen(socketPath, resolve));
+
+  /** Resolves once the engine has answered every wait in `waits` (sent them the exit). */
+  const reported = (waits) => Promise.all([...waits].map((call) => call.sent));
 
   return {
     socketPath,
@@ -470,9 +712,9 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     unknown,
     /** Calls as "METHOD /path" strings, query included, optionally from index `since`. */
     log: (since = 0) => calls.slice(since).map((c) => `${c.method} ${c.path}`),
-    /** A snapshot of one container (by name), or undefined. */
-    container: (name) => containers.get(name),
-    /** Containers of an image, by name. */
+    /** The live state of one container (by name or id, as the API takes it), or undefined. */
+    container: (ref) => find(ref),
+    /** Containers of an image. */
     containersOf: (image) => [...containers.values()].filter((c) => c.image === image),
     /** Makes an image name run another entrypoint kind, or removes it (`docker rmi`). */
     setImage(name, kind) {
@@ -482,18 +724,51 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     /**
      * Kills a running container's processes from outside the engine, as a
      * crash or the OOM killer does; resolves with the exit code once it has
-     * exited. The restart policy then applies as in Docker.
+     * exited and the engine has answered every wait on it. The restart
+     * policy then applies as in Docker.
+     *
+     * With `{ unnoticed: true }` the processes die but the engine does not
+     * process the exit (state, waits, restart policy) until `noticeExit` is
+     * called: the window, short with a real engine, between a container's
+     * death and the engine reporting it. Resolves once the processes are gone.
      */
-    async crash(name, signal = "SIGKILL") {
+    async crash(name, signal = "SIGKILL", { unnoticed = false } = {}) {
       const c = byName(name);
       if (c.status !== "running" || !c.child) throw new Error(`container ${name} is not running`);
-      return signalContainer(c, signal);
+      const child = c.child;
+      if (unnoticed) {
+        c.unnoticed = true;
+        const gone = new Promise((resolve) => child.once("exit", resolve));
+        process.kill(-child.pid, signal);
+        await gone;
+        return undefined;
+      }
+      const waits = new Set(c.waits);
+      const code = await signalContainer(c, signal);
+      await reported(waits);
+      return code;
+    },
+    /** The engine processes the exit `crash(name, signal, {unnoticed: true})` left; resolves with its code once every wait on it was answered. */
+    async noticeExit(name) {
+      const c = byName(name);
+      if (typeof c.unnoticed !== "function") throw new Error(`container ${name} has no unnoticed exit`);
+      const waits = new Set(c.waits);
+      notice(c);
+      await reported(waits);
+      return c.exitCode;
+    },
+    /** `docker pause` / `docker unpause`: freezes and thaws a running container's processes. */
+    pause(name) {
+      pause(byName(name));
+    },
+    unpause(name) {
+      unpause(byName(name));
     },
     async close() {
       for (const c of containers.values()) {
         c.manualStop = true;
         clearTimeout(c.restartTimer);
-        if (c.status === "running") await signalContainer(c, "SIGKILL");
+        if (c.status === "running" || c.status === "paused") await signalContainer(c, "SIGKILL");
         if (c.root) fs.rmSync(c.root, { recursive: true, force: true });
       }
       containers.clear();

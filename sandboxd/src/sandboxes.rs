@@ -104,7 +104,10 @@ impl Sandboxes {
             return Err(Error::DestroyedBeforeStart(name.to_string()));
         }
         // A shell that died between commands is dropped (killing leftovers).
-        let mut session = match shell.take().and_then(|mut s| s.is_alive().then_some(s)) {
+        let mut session = match shell
+            .take()
+            .and_then(|mut s| s.ended().is_none().then_some(s))
+        {
             Some(session) => session,
             None => {
                 let path = self.workspace(name);

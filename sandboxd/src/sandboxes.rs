@@ -103,25 +103,29 @@ impl Sandboxes {
         if destroyed.has_changed().unwrap_or(true) {
             return Err(Error::DestroyedBeforeStart(name.to_string()));
         }
-        // A shell that died between commands is dropped (killing leftovers).
-        let mut session = match shell
-            .take()
-            .and_then(|mut s| s.ended().is_none().then_some(s))
-        {
-            Some(session) => session,
-            None => {
+        // A shell that died between commands is dropped (killing leftovers),
+        // and the command is told.
+        let (mut session, ended) = match shell.take().map(|mut s| (s.ended(), s)) {
+            Some((None, session)) => (session, None),
+            previous => {
+                let ended = previous.and_then(|(ended, _)| ended);
                 let path = self.workspace(name);
                 workspace::create(&path)?;
-                Session::spawn(&path, &self.settings.shell_env, self.settings.limits)?
+                let session =
+                    Session::spawn(&path, &self.settings.shell_env, self.settings.limits)?;
+                (session, ended)
             }
         };
         let cancelled = async move {
             // Err only if the sender is gone, which `sandbox` prevents.
             let _ = destroyed.changed().await;
         };
-        let outcome = session
+        let mut outcome = session
             .run(cmd, timeout, self.settings.output_limit, cancelled)
             .await;
+        if let Some(ended) = ended {
+            outcome.note(&ended.note_for_next());
+        }
         if outcome.shell_usable {
             *shell = Some(session);
         }

@@ -69,8 +69,9 @@
 //! started) and the next command gets a fresh one in the same workspace:
 //! files stay; working directory, variables, functions and background jobs
 //! do not. The command's stderr ends with a note saying so and why (see
-//! [`End`]). Its exit code is the one its marker reported, else bash's own
-//! exit code, else 137 (sandboxd killed it).
+//! [`End`]); if the shell dies between commands (a background `kill $$`),
+//! the next command's note says it. The exit code is the one the marker
+//! reported, else bash's own exit code, else 137 (sandboxd killed it).
 //!
 //! What this does not catch or keep:
 //! * A shell that still runs the wrapper correctly is kept, whatever else
@@ -210,6 +211,11 @@ impl End {
     /// The note for the command the shell ended in.
     pub fn note(&self) -> String {
         format!("sandboxd: the shell ended ({self}); the next command starts {FRESH_SHELL}")
+    }
+
+    /// The note for the first command after a shell ended between commands.
+    pub fn note_for_next(&self) -> String {
+        format!("sandboxd: the shell ended ({self}); this command ran {FRESH_SHELL}")
     }
 }
 

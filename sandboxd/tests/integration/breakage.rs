@@ -55,6 +55,8 @@ fn break_then_check(server: &Server, name: &str, cmd: &str, next: Next, traced: 
     assert!(took < PROMPT, "{cmd}: took {took:?}");
     assert!(!broken.timed_out, "{cmd}: {broken:?}");
     assert_clean(&broken, cmd, traced);
+    let noted = broken.stderr.contains("sandboxd: the shell ended (");
+    assert_eq!(noted, next == Next::Fresh, "{cmd}: {broken:?}");
 
     let (r, took) =
         timed(|| server.exec(name, "cat ~/before.txt && echo \"ok ${MARK:-fresh} $PWD\""));
@@ -185,4 +187,93 @@ fn a_timed_out_command_with_its_output_redirected_is_replaced_at_once() {
     assert!(r.timed_out);
     assert!(took < Duration::from_millis(1300), "{took:?}");
     assert_eq!(server.exec("tmo-break", "echo fine").stdout, "fine\n");
+}
+
+const FRESH: &str = "in a fresh shell in the same workspace \
+                     (files kept; working directory, variables and background jobs reset)\n";
+
+/// The note a command gets when its shell ended for `cause`.
+fn ended_note(cause: &str) -> String {
+    format!("sandboxd: the shell ended ({cause}); the next command starts {FRESH}")
+}
+
+#[test]
+fn the_note_says_why_the_shell_ended() {
+    let server = Server::start();
+    for (cmd, code, cause) in [
+        ("echo bye >&2; exit 7", 7, "it exited with code 7"),
+        ("kill -9 $$", 137, "it was killed by signal 9"),
+        ("exec sh", 0, "it exited with code 0"),
+        (
+            "exec >/dev/null",
+            137,
+            "its stdout was closed or redirected",
+        ),
+        ("exec 1>&-", 137, "its stdout was closed or redirected"),
+        (
+            "exec 2>&-; (exit 4)",
+            4,
+            "its stderr was closed or redirected",
+        ),
+        (
+            "enable -n printf",
+            137,
+            "it stopped running commands: set -n, or builtin or printf disabled or redefined",
+        ),
+        (
+            "enable -n eval",
+            0,
+            "the command changed it so that later commands would fail: \
+             eval disabled, or an alias or function named builtin",
+        ),
+    ] {
+        let r = server.exec("why", cmd);
+        assert_eq!(r.exit_code, code, "{cmd}: {r:?}");
+        assert!(r.stderr.ends_with(&ended_note(cause)), "{cmd}: {r:?}");
+        assert_eq!(r.stderr.matches("sandboxd:").count(), 1, "{cmd}: {r:?}");
+        let r = server.exec("why", "echo fine");
+        assert_eq!(
+            (r.stdout.as_str(), r.stderr.as_str()),
+            ("fine\n", ""),
+            "after {cmd}"
+        );
+    }
+
+    // A timeout that bash does not come back from says both.
+    let r = server.exec_timeout("why", "while :; do :; done", 300);
+    assert!(
+        r.stderr.ends_with(&format!(
+            "sandboxd: command timed out after 300 ms\n{}",
+            ended_note("it was still busy 1000 ms after the timeout")
+        )),
+        "{r:?}"
+    );
+    // One that bash comes back from keeps the shell and says nothing more.
+    let r = server.exec_timeout("why", "sleep 5", 300);
+    assert!(
+        r.stderr
+            .ends_with("sandboxd: command timed out after 300 ms\n"),
+        "{r:?}"
+    );
+    assert_eq!(r.stderr.matches("sandboxd:").count(), 1, "{r:?}");
+}
+
+#[test]
+fn a_shell_that_dies_between_commands_is_named_in_the_next_command() {
+    let server = Server::start();
+    let r = server.exec(
+        "between",
+        "(sleep 0.2; kill -9 $$) >/dev/null 2>&1 & cd /; X=1",
+    );
+    assert_eq!(r.stderr, "");
+    std::thread::sleep(Duration::from_millis(600));
+    let r = server.exec("between", "echo ${X:-fresh} >&2; basename $PWD");
+    assert_eq!(r.stdout, "between\n");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "fresh\nsandboxd: the shell ended (it was killed by signal 9); this command ran {FRESH}"
+        )
+    );
+    assert_eq!(server.exec("between", "true").stderr, "");
 }

@@ -20,6 +20,9 @@ Serves one persistent bash session per sandbox name over HTTP/JSON.
   --max-procs N             processes and threads the shells' user may have in
                             all (RLIMIT_NPROC: counts sandboxd and every sandbox
                             of that user; root is exempt); 0 for no limit [0]
+  --max-sessions N          most sandboxes holding a shell at once [64]
+  --idle-shell-secs N       end a shell after this long without a command
+                            (its files stay); 0 for never [900]
   -h, --help                print this help
 ";
 
@@ -31,6 +34,8 @@ pub struct Config {
     pub max_timeout_ms: u64,
     pub output_limit: usize,
     pub limits: Limits,
+    pub max_sessions: usize,
+    pub idle_shell_secs: u64,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -49,6 +54,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
     let mut output_limit = 1024 * 1024;
     let mut max_file_bytes = 1024 * 1024 * 1024;
     let mut max_procs = 0;
+    let mut max_sessions = 64;
+    let mut idle_shell_secs = 900;
 
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -79,6 +86,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
             "--output-limit" => output_limit = positive(&flag, &value()?)?,
             "--max-file-bytes" => max_file_bytes = count(&flag, &value()?)?,
             "--max-procs" => max_procs = count(&flag, &value()?)?,
+            "--max-sessions" => max_sessions = positive(&flag, &value()?)?,
+            "--idle-shell-secs" => idle_shell_secs = count(&flag, &value()?)?,
             _ => return Err(format!("unknown argument: {flag}")),
         }
     }
@@ -98,6 +107,8 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
             file_bytes: (max_file_bytes > 0).then_some(max_file_bytes),
             procs: (max_procs > 0).then_some(max_procs),
         },
+        max_sessions,
+        idle_shell_secs,
     }))
 }
 
@@ -143,6 +154,8 @@ mod tests {
                     file_bytes: Some(1 << 30),
                     procs: None,
                 },
+                max_sessions: 64,
+                idle_shell_secs: 900,
             }))
         );
     }
@@ -160,6 +173,9 @@ mod tests {
             "--max-file-bytes=4096",
             "--max-procs",
             "300",
+            "--max-sessions=3",
+            "--idle-shell-secs",
+            "60",
         ]);
         let Ok(Cli::Run(config)) = cli else {
             panic!("unexpected {cli:?}");
@@ -181,6 +197,7 @@ mod tests {
                 procs: Some(300)
             }
         );
+        assert_eq!((config.max_sessions, config.idle_shell_secs), (3, 60));
     }
 
     #[test]
@@ -216,11 +233,16 @@ mod tests {
             ["--output-limit", "0"],
             ["--max-timeout-ms", "-1"],
             ["--default-timeout-ms", "abc"],
+            ["--max-sessions", "0"],
         ] {
             let args: Vec<&str> = base.iter().chain(bad.iter()).copied().collect();
             assert!(err(&args).contains("positive integer"), "{bad:?}");
         }
-        for bad in [["--max-file-bytes", "-1"], ["--max-procs", "lots"]] {
+        for bad in [
+            ["--max-file-bytes", "-1"],
+            ["--max-procs", "lots"],
+            ["--idle-shell-secs", "-5"],
+        ] {
             let args: Vec<&str> = base.iter().chain(bad.iter()).copied().collect();
             assert!(err(&args).contains("non-negative integer"), "{bad:?}");
         }

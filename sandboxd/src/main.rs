@@ -84,6 +84,9 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         shell_env,
         output_limit: config.output_limit,
         limits: config.limits,
+        max_shells: config.max_sessions,
+        idle_shell: (config.idle_shell_secs > 0)
+            .then(|| Duration::from_secs(config.idle_shell_secs)),
     });
     let app = Arc::new(App {
         sandboxes: Arc::clone(&sandboxes),

@@ -194,6 +194,8 @@ pub enum End {
     ProbeFailed,
     /// bash stayed busy after its command's processes were killed on timeout.
     Busy,
+    /// No command came for this long.
+    Idle(Duration),
 }
 
 /// Which streams lack their marker.
@@ -243,6 +245,7 @@ impl fmt::Display for End {
                 "it was still busy {} ms after the timeout",
                 GRACE.as_millis()
             ),
+            End::Idle(idle) => write!(f, "it was idle for {} s", idle.as_secs()),
         }
     }
 }

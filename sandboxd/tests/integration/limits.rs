@@ -66,12 +66,7 @@ fn builtin_busy_loop_times_out_and_the_shell_is_replaced() {
 #[test]
 fn fork_loop_is_killed_entirely() {
     let server = Server::start();
-    let sid: i32 = server
-        .exec("forky", "echo $$")
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    let sid = server.shell_pid("forky");
     let (r, took) = timed(|| server.exec_timeout("forky", "while :; do sleep 30 & done", 500));
     assert!(r.timed_out);
     // Tearing down hundreds of processes is kernel work that competes with
@@ -225,12 +220,8 @@ fn shells_are_capped_and_sandboxes_with_one_keep_it() {
 fn idle_shells_are_ended_and_give_back_their_place() {
     let server = Server::start_with(&["--max-sessions", "1", "--idle-shell-secs", "1"], &[]);
     let ws = server.workspace("idler");
-    let pid: i32 = server
-        .exec("idler", "touch kept; mkdir sub; cd sub; X=1; echo $$")
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    server.exec("idler", "touch kept; mkdir sub; cd sub; X=1");
+    let pid = server.shell_pid("idler");
     assert_eq!(
         server
             .json("POST", "/v1/sandboxes/other/exec", r#"{"cmd":"true"}"#)
@@ -248,7 +239,7 @@ fn idle_shells_are_ended_and_give_back_their_place() {
         503
     );
     assert!(pid_is_gone(
-        pid_of(&server, "other"),
+        server.shell_pid("other"),
         Duration::from_secs(3)
     ));
 
@@ -270,8 +261,4 @@ fn a_shell_busy_with_a_command_is_not_idle() {
     assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("kept\n", ""));
     let r = server.exec("busy-idle", "echo $X");
     assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("kept\n", ""));
-}
-
-fn pid_of(server: &Server, name: &str) -> i32 {
-    server.exec(name, "echo $$").stdout.trim().parse().unwrap()
 }

@@ -87,6 +87,9 @@
 //!   one's own shell; no wrapper can prevent it.
 //! * A shell whose probe takes longer than [`PROBE_WINDOW`] (a DEBUG trap
 //!   that sleeps) counts as broken.
+//! * A command that reads bash's own input through the copy bash keeps of
+//!   it during the command (`cat <&11`) eats the sentinel and counts as
+//!   broken.
 //!
 //! Other trade-offs
 //! ----------------

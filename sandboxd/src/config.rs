@@ -2,26 +2,54 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
 
 use crate::rlimits::Limits;
 
-pub const USAGE: &str = "\
-usage: sandboxd --listen ADDR --root DIR [options]
+/// Serves one persistent bash session per sandbox name over HTTP/JSON.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks one)
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Directory holding one workspace per sandbox (created if missing)
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// Timeout of a command that names none
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = positive())]
+    default_timeout_ms: u64,
+    /// Largest timeout a command may ask for
+    #[arg(long, value_name = "N", default_value_t = 120_000, value_parser = positive())]
+    max_timeout_ms: u64,
+    /// Bytes kept per stream of a command
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, value_parser = positive())]
+    output_limit: u64,
+    /// Largest file a command may write (RLIMIT_FSIZE); 0 for no limit
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024 * 1024)]
+    max_file_bytes: u64,
+    /// Processes and threads the shells' user may have in all (RLIMIT_NPROC:
+    /// counts sandboxd and every sandbox of that user; root is exempt); 0 for
+    /// no limit
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_procs: u64,
+    /// Most sandboxes holding a shell at once
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=MAX_SESSIONS))]
+    max_sessions: u64,
+    /// End a shell after this long without a command (its files stay); 0
+    /// for never
+    #[arg(long, value_name = "N", default_value_t = 900)]
+    idle_shell_secs: u64,
+}
 
-Serves one persistent bash session per sandbox name over HTTP/JSON.
+/// Far beyond any machine, and within what tokio's semaphore can count.
+const MAX_SESSIONS: u64 = 1 << 20;
 
-  --listen ADDR             address to listen on, e.g. 0.0.0.0:8080 (port 0 picks one)
-  --root DIR                directory holding one workspace per sandbox (created if missing)
-  --default-timeout-ms N    timeout of a command that names none [20000]
-  --max-timeout-ms N        largest timeout a command may ask for [120000]
-  --output-limit BYTES      bytes kept per stream of a command [1048576]
-  --max-file-bytes BYTES    largest file a command may write (RLIMIT_FSIZE);
-                            0 for no limit [1073741824]
-  --max-procs N             processes and threads the shells' user may have in
-                            all (RLIMIT_NPROC: counts sandboxd and every sandbox
-                            of that user; root is exempt); 0 for no limit [0]
-  -h, --help                print this help
-";
+fn positive() -> clap::builder::RangedU64ValueParser {
+    clap::value_parser!(u64).range(1..)
+}
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct Config {
@@ -31,109 +59,74 @@ pub struct Config {
     pub max_timeout_ms: u64,
     pub output_limit: usize,
     pub limits: Limits,
+    pub max_sessions: usize,
+    /// `None`: shells are never ended for being idle.
+    pub idle_shell: Option<Duration>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
-pub enum Cli {
-    Run(Config),
-    Help,
-}
-
-/// Parses the arguments after the program name. Accepts `--flag value` and
-/// `--flag=value`.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Cli, String> {
-    let mut listen = None;
-    let mut root = None;
-    let mut default_timeout_ms = 20_000;
-    let mut max_timeout_ms = 120_000;
-    let mut output_limit = 1024 * 1024;
-    let mut max_file_bytes = 1024 * 1024 * 1024;
-    let mut max_procs = 0;
-
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(Cli::Help);
-        }
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag.to_string(), Some(value.to_string())),
-            None => (arg, None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag.as_str() {
-            "--listen" => {
-                let v = value()?;
-                listen = Some(
-                    v.parse()
-                        .map_err(|_| format!("--listen: not an address: {v}"))?,
-                );
-            }
-            "--root" => root = Some(PathBuf::from(value()?)),
-            "--default-timeout-ms" => default_timeout_ms = positive(&flag, &value()?)?,
-            "--max-timeout-ms" => max_timeout_ms = positive(&flag, &value()?)?,
-            "--output-limit" => output_limit = positive(&flag, &value()?)?,
-            "--max-file-bytes" => max_file_bytes = count(&flag, &value()?)?,
-            "--max-procs" => max_procs = count(&flag, &value()?)?,
-            _ => return Err(format!("unknown argument: {flag}")),
-        }
+/// Parses the command line, program name first. `--help` and `--version`
+/// come back as errors too; `clap::Error::exit` prints each as it should.
+pub fn parse<I, T>(args: I) -> Result<Config, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let args = Args::try_parse_from(args)?;
+    if args.default_timeout_ms > args.max_timeout_ms {
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            "--default-timeout-ms must not exceed --max-timeout-ms\n",
+        ));
     }
-
-    let listen = listen.ok_or("--listen is required")?;
-    let root = root.ok_or("--root is required")?;
-    if default_timeout_ms > max_timeout_ms {
-        return Err("--default-timeout-ms must not exceed --max-timeout-ms".into());
-    }
-    Ok(Cli::Run(Config {
-        listen,
-        root,
-        default_timeout_ms,
-        max_timeout_ms,
-        output_limit,
+    let too_large = |flag: &str| {
+        clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("{flag} is too large for this machine\n"),
+        )
+    };
+    Ok(Config {
+        listen: args.listen,
+        root: args.root,
+        default_timeout_ms: args.default_timeout_ms,
+        max_timeout_ms: args.max_timeout_ms,
+        output_limit: usize::try_from(args.output_limit)
+            .map_err(|_| too_large("--output-limit"))?,
         limits: Limits {
-            file_bytes: (max_file_bytes > 0).then_some(max_file_bytes),
-            procs: (max_procs > 0).then_some(max_procs),
+            file_bytes: (args.max_file_bytes > 0).then_some(args.max_file_bytes),
+            procs: (args.max_procs > 0).then_some(args.max_procs),
         },
-    }))
-}
-
-fn positive<T: std::str::FromStr + Default + PartialEq>(
-    flag: &str,
-    value: &str,
-) -> Result<T, String> {
-    match value.parse::<T>() {
-        Ok(n) if n != T::default() => Ok(n),
-        _ => Err(format!(
-            "{flag}: expected a positive integer, got {value:?}"
-        )),
-    }
-}
-
-/// A non-negative integer, where 0 means "no limit".
-fn count(flag: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag}: expected a non-negative integer, got {value:?}"))
+        max_sessions: usize::try_from(args.max_sessions)
+            .map_err(|_| too_large("--max-sessions"))?,
+        idle_shell: (args.idle_shell_secs > 0).then(|| Duration::from_secs(args.idle_shell_secs)),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::error::ErrorKind;
 
-    fn parse_strs(args: &[&str]) -> Result<Cli, String> {
-        parse(args.iter().map(|s| s.to_string()))
+    fn parse_strs(args: &[&str]) -> Result<Config, clap::Error> {
+        parse(std::iter::once("sandboxd").chain(args.iter().copied()))
+    }
+
+    fn err(args: &[&str]) -> (ErrorKind, String) {
+        let e = parse_strs(args).unwrap_err();
+        (e.kind(), e.to_string())
+    }
+
+    #[test]
+    fn args_are_consistent() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
     }
 
     #[test]
     fn defaults() {
-        let cli = parse_strs(&["--listen", "127.0.0.1:8790", "--root", "/srv/sbx"]);
+        let config = parse_strs(&["--listen", "127.0.0.1:8790", "--root", "/srv/sbx"]);
         assert_eq!(
-            cli,
-            Ok(Cli::Run(Config {
+            config.unwrap(),
+            Config {
                 listen: "127.0.0.1:8790".parse().unwrap(),
                 root: PathBuf::from("/srv/sbx"),
                 default_timeout_ms: 20_000,
@@ -143,13 +136,15 @@ mod tests {
                     file_bytes: Some(1 << 30),
                     procs: None,
                 },
-            }))
+                max_sessions: 64,
+                idle_shell: Some(Duration::from_secs(900)),
+            }
         );
     }
 
     #[test]
     fn all_options_both_spellings() {
-        let cli = parse_strs(&[
+        let config = parse_strs(&[
             "--listen=0.0.0.0:8080",
             "--root",
             "w",
@@ -160,10 +155,11 @@ mod tests {
             "--max-file-bytes=4096",
             "--max-procs",
             "300",
-        ]);
-        let Ok(Cli::Run(config)) = cli else {
-            panic!("unexpected {cli:?}");
-        };
+            "--max-sessions=3",
+            "--idle-shell-secs",
+            "60",
+        ])
+        .unwrap();
         assert_eq!(config.listen.port(), 8080);
         assert_eq!(config.root, PathBuf::from("w"));
         assert_eq!(
@@ -181,54 +177,75 @@ mod tests {
                 procs: Some(300)
             }
         );
+        assert_eq!(config.max_sessions, 3);
+        assert_eq!(config.idle_shell, Some(Duration::from_secs(60)));
     }
 
     #[test]
     fn zero_turns_a_limit_off() {
-        let cli = parse_strs(&[
+        let config = parse_strs(&[
             "--listen=127.0.0.1:1",
             "--root=x",
             "--max-file-bytes=0",
             "--max-procs=0",
-        ]);
-        let Ok(Cli::Run(config)) = cli else {
-            panic!("unexpected {cli:?}");
-        };
+            "--idle-shell-secs=0",
+        ])
+        .unwrap();
         assert_eq!(config.limits, Limits::default());
+        assert_eq!(config.idle_shell, None);
     }
 
     #[test]
-    fn help_wins() {
-        assert_eq!(parse_strs(&["--root", "x", "--help"]), Ok(Cli::Help));
-        assert_eq!(parse_strs(&["-h"]), Ok(Cli::Help));
+    fn help_and_version() {
+        assert_eq!(err(&["--root", "x", "--help"]).0, ErrorKind::DisplayHelp);
+        let (kind, help) = err(&["-h"]);
+        assert_eq!(kind, ErrorKind::DisplayHelp);
+        for flag in [
+            "--listen <ADDR>",
+            "--max-sessions <N>",
+            "--idle-shell-secs <N>",
+        ] {
+            assert!(help.contains(flag), "{flag} missing from {help}");
+        }
+        let (kind, version) = err(&["--version"]);
+        assert_eq!(kind, ErrorKind::DisplayVersion);
+        assert_eq!(version, format!("sandboxd {}\n", env!("CARGO_PKG_VERSION")));
     }
 
     #[test]
     fn errors() {
-        let err = |args: &[&str]| parse_strs(args).unwrap_err();
-        assert_eq!(err(&["--root", "x"]), "--listen is required");
-        assert_eq!(err(&["--listen", "127.0.0.1:1"]), "--root is required");
-        assert!(err(&["--listen", "nope", "--root", "x"]).contains("not an address"));
-        assert_eq!(err(&["--listen"]), "--listen needs a value");
-        assert!(err(&["--bogus"]).contains("unknown argument"));
+        let (kind, msg) = err(&["--root", "x"]);
+        assert_eq!(kind, ErrorKind::MissingRequiredArgument);
+        assert!(msg.contains("--listen"), "{msg}");
+        assert!(err(&["--listen", "127.0.0.1:1"]).1.contains("--root"));
+        assert!(err(&["--listen", "nope", "--root", "x"])
+            .1
+            .contains("invalid"));
+        assert!(err(&["--listen"]).1.contains("a value is required"));
+        assert_eq!(err(&["--bogus"]).0, ErrorKind::UnknownArgument);
         let base = ["--listen", "127.0.0.1:1", "--root", "x"];
+        // (A negative number needs the `=` form; alone it reads as a flag.)
         for bad in [
-            ["--output-limit", "0"],
-            ["--max-timeout-ms", "-1"],
-            ["--default-timeout-ms", "abc"],
+            "--output-limit=0",
+            "--max-timeout-ms=-1",
+            "--default-timeout-ms=abc",
+            "--max-sessions=0",
+            "--max-sessions=99999999",
+            "--max-file-bytes=-1",
+            "--max-procs=lots",
+            "--idle-shell-secs=-5",
         ] {
-            let args: Vec<&str> = base.iter().chain(bad.iter()).copied().collect();
-            assert!(err(&args).contains("positive integer"), "{bad:?}");
-        }
-        for bad in [["--max-file-bytes", "-1"], ["--max-procs", "lots"]] {
-            let args: Vec<&str> = base.iter().chain(bad.iter()).copied().collect();
-            assert!(err(&args).contains("non-negative integer"), "{bad:?}");
+            let args: Vec<&str> = base.iter().copied().chain([bad]).collect();
+            let (kind, msg) = err(&args);
+            assert_eq!(kind, ErrorKind::ValueValidation, "{bad}: {msg}");
+            let flag = bad.split('=').next().unwrap();
+            assert!(msg.contains(flag), "{bad}: {msg}");
         }
         let args = [
             &base[..],
             &["--default-timeout-ms", "9", "--max-timeout-ms", "8"],
         ]
         .concat();
-        assert!(err(&args).contains("must not exceed"));
+        assert!(err(&args).1.contains("must not exceed"));
     }
 }

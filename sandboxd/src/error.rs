@@ -22,6 +22,11 @@ pub enum Error {
     DestroyedBeforeStart(String),
     #[error("workspace {}: {source}", path.display())]
     Workspace { path: PathBuf, source: io::Error },
+    #[error(
+        "too many sandboxes: sandboxd keeps at most {max} shells at once (--max-sessions); \
+         destroy a sandbox or wait for an idle shell to end"
+    )]
+    TooManyShells { max: usize },
     #[error("could not start the shell: {0}")]
     Spawn(io::Error),
     #[error("internal error: {0}")]
@@ -36,6 +41,7 @@ impl Error {
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Error::DestroyedBeforeStart(_) => StatusCode::CONFLICT,
+            Error::TooManyShells { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Workspace { .. } | Error::Spawn(_) | Error::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! GET    /health                        200 "ok"
-//! POST   /v1/sandboxes/{name}/exec      {"cmd", "timeoutMs"?} -> ExecResponse
+//! POST   /v1/sandboxes/{name}/exec      {"cmd", "timeoutMs"?} -> ExecResult
 //! DELETE /v1/sandboxes/{name}           {"destroyed": true}
 //! ```
 //! Every error is `{"error": "..."}` with the status from [`Error::status`].
@@ -42,7 +42,7 @@ struct ExecRequest {
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ExecResponse {
+struct ExecResult {
     stdout: String,
     stderr: String,
     exit_code: i32,
@@ -121,7 +121,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
                 .await?;
             Ok(json(
                 StatusCode::OK,
-                &ExecResponse {
+                &ExecResult {
                     success: outcome.exit_code == 0 && !outcome.timed_out,
                     stdout: outcome.stdout,
                     stderr: outcome.stderr,

@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::config::{Cli, Config, USAGE};
+use crate::config::Config;
 use crate::http::App;
 use crate::sandboxes::{Sandboxes, Settings};
 
@@ -34,16 +34,10 @@ const SHELL_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
-    let config = match config::parse(std::env::args().skip(1)) {
-        Ok(Cli::Run(config)) => config,
-        Ok(Cli::Help) => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("sandboxd: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let config = match config::parse(std::env::args_os()) {
+        Ok(config) => config,
+        // Prints help or version to stdout (exit 0), errors to stderr (exit 2).
+        Err(e) => e.exit(),
     };
     // Looked up before the runtime starts threads (getpwuid is not
     // thread-safe).
@@ -84,6 +78,8 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         shell_env,
         output_limit: config.output_limit,
         limits: config.limits,
+        max_shells: config.max_sessions,
+        idle_shell: config.idle_shell,
     });
     let app = Arc::new(App {
         sandboxes: Arc::clone(&sandboxes),

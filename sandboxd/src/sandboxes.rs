@@ -8,17 +8,25 @@
 //! Destroy ends the running command, fails commands queued before it with
 //! [`Error::DestroyedBeforeStart`], and leaves commands arriving after it to
 //! start on a fresh workspace.
+//!
+//! Shells cost memory and processes, so at most `max_shells` sandboxes hold
+//! one. A sandbox takes its place with its first shell and keeps it when
+//! that shell is replaced, so a sandbox that has one is never refused; it
+//! gives the place back when destroyed or when its shell has been idle for
+//! `idle_shell` (its files stay, and the next command's stderr says the
+//! shell was ended). A new sandbox finding every place taken is refused with
+//! [`Error::TooManyShells`].
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::Error;
 use crate::rlimits::Limits;
-use crate::session::{Outcome, Session};
+use crate::session::{End, Outcome, Session};
 use crate::workspace;
 
 pub const MAX_NAME_LEN: usize = 160;
@@ -32,26 +40,61 @@ pub struct Settings {
     pub output_limit: usize,
     /// Resource limits every shell starts with.
     pub limits: Limits,
+    /// Most sandboxes holding a shell at once.
+    pub max_shells: usize,
+    /// How long a shell may go without a command; `None` for ever.
+    pub idle_shell: Option<Duration>,
 }
 
 pub struct Sandboxes {
     settings: Settings,
     entries: Mutex<HashMap<String, Arc<Sandbox>>>,
+    /// One permit per sandbox that may hold a shell.
+    places: Arc<Semaphore>,
 }
 
 struct Sandbox {
-    /// The shell, if one is running; tokio's mutex is fair (FIFO).
-    shell: tokio::sync::Mutex<Option<Session>>,
+    /// The shell and its bookkeeping; tokio's mutex is fair (FIFO).
+    shell: tokio::sync::Mutex<Shell>,
     /// Bumped by every destroy; a running command watching it is ended.
     generation: watch::Sender<u64>,
 }
 
+struct Shell {
+    /// The shell, if one is running.
+    session: Option<Session>,
+    /// The sandbox's place among the `max_shells`.
+    place: Option<OwnedSemaphorePermit>,
+    /// When the last command ended.
+    idle_since: Instant,
+    /// Why the shell was ended between commands, for the next command.
+    ended: Option<End>,
+}
+
+impl Shell {
+    fn new() -> Self {
+        Shell {
+            session: None,
+            place: None,
+            idle_since: Instant::now(),
+            ended: None,
+        }
+    }
+}
+
 impl Sandboxes {
+    /// Must be called within the runtime, which runs the idle-shell check.
     pub fn new(settings: Settings) -> Arc<Self> {
-        Arc::new(Sandboxes {
+        let idle_shell = settings.idle_shell;
+        let sandboxes = Arc::new(Sandboxes {
+            places: Arc::new(Semaphore::new(settings.max_shells)),
             settings,
             entries: Mutex::new(HashMap::new()),
-        })
+        });
+        if let Some(idle) = idle_shell {
+            tokio::spawn(end_idle_shells(Arc::downgrade(&sandboxes), idle));
+        }
+        sandboxes
     }
 
     /// Runs `cmd` in the sandbox's shell, starting shell and workspace if
@@ -87,7 +130,7 @@ impl Sandboxes {
         }
         for sandbox in all {
             // Dropping a session kills it.
-            sandbox.shell.lock().await.take();
+            sandbox.shell.lock().await.session.take();
         }
     }
 
@@ -103,25 +146,45 @@ impl Sandboxes {
         if destroyed.has_changed().unwrap_or(true) {
             return Err(Error::DestroyedBeforeStart(name.to_string()));
         }
-        // A shell that died between commands is dropped (killing leftovers).
-        let mut session = match shell.take().and_then(|mut s| s.is_alive().then_some(s)) {
-            Some(session) => session,
-            None => {
+        // A shell that died between commands is dropped (killing leftovers),
+        // and the command is told.
+        let (mut session, ended) = match shell.session.take().map(|mut s| (s.ended(), s)) {
+            Some((None, session)) => (session, None),
+            previous => {
+                if shell.place.is_none() {
+                    let Ok(place) = Arc::clone(&self.places).try_acquire_owned() else {
+                        // Keep the entry if it still has something to say.
+                        if shell.ended.is_none() {
+                            self.forget_if_unused(name, &sandbox);
+                        }
+                        return Err(Error::TooManyShells {
+                            max: self.settings.max_shells,
+                        });
+                    };
+                    shell.place = Some(place);
+                }
+                let ended = shell.ended.take().or(previous.and_then(|(ended, _)| ended));
                 let path = self.workspace(name);
                 workspace::create(&path)?;
-                Session::spawn(&path, &self.settings.shell_env, self.settings.limits)?
+                let session =
+                    Session::spawn(&path, &self.settings.shell_env, self.settings.limits)?;
+                (session, ended)
             }
         };
         let cancelled = async move {
             // Err only if the sender is gone, which `sandbox` prevents.
             let _ = destroyed.changed().await;
         };
-        let outcome = session
+        let mut outcome = session
             .run(cmd, timeout, self.settings.output_limit, cancelled)
             .await;
-        if outcome.shell_usable {
-            *shell = Some(session);
+        if let Some(ended) = ended {
+            outcome.note(&ended.note_for_next());
         }
+        if outcome.shell_usable {
+            shell.session = Some(session);
+        }
+        shell.idle_since = Instant::now();
         eprintln!(
             "sandbox={name} exit={} duration_ms={} timed_out={} truncated={}",
             outcome.exit_code,
@@ -136,21 +199,44 @@ impl Sandboxes {
         let sandbox = self.entry(name);
         sandbox.generation.send_modify(|g| *g += 1);
         let mut shell = sandbox.shell.lock().await;
-        shell.take();
+        *shell = Shell::new();
         let removed = workspace::remove(self.workspace(name)).await;
-        // Forget the entry unless another request is holding or waiting on it.
+        self.forget_if_unused(name, &sandbox);
+        removed
+    }
+
+    /// Ends the shells no command has used for `idle`, giving their places
+    /// back. Sandboxes running or awaiting a command are skipped.
+    fn end_idle(&self, idle: Duration) {
+        let all: Vec<Arc<Sandbox>> = self.entries().values().cloned().collect();
+        for sandbox in all {
+            let Ok(mut shell) = sandbox.shell.try_lock() else {
+                continue;
+            };
+            if shell.place.is_some() && shell.idle_since.elapsed() >= idle {
+                // Dropping a session kills it.
+                if shell.session.take().is_some() {
+                    shell.ended = Some(End::Idle(idle));
+                }
+                shell.place = None;
+            }
+        }
+    }
+
+    /// Forgets the entry unless another request is holding or waiting on
+    /// it (the map holds one reference and the caller one).
+    fn forget_if_unused(&self, name: &str, sandbox: &Arc<Sandbox>) {
         let mut entries = self.entries();
-        if Arc::strong_count(&sandbox) == 2 {
+        if Arc::strong_count(sandbox) == 2 {
             entries.remove(name);
         }
-        removed
     }
 
     fn entry(&self, name: &str) -> Arc<Sandbox> {
         let mut entries = self.entries();
         let sandbox = entries.entry(name.to_string()).or_insert_with(|| {
             Arc::new(Sandbox {
-                shell: tokio::sync::Mutex::new(None),
+                shell: tokio::sync::Mutex::new(Shell::new()),
                 generation: watch::Sender::new(0),
             })
         });
@@ -165,6 +251,20 @@ impl Sandboxes {
 
     fn workspace(&self, name: &str) -> PathBuf {
         self.settings.root.join(name)
+    }
+}
+
+/// Checks for idle shells a few times per `idle`, so one is ended at most
+/// a quarter late (a minute at most), until sandboxd shuts down.
+async fn end_idle_shells(sandboxes: Weak<Sandboxes>, idle: Duration) {
+    let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut ticks = tokio::time::interval(period);
+    loop {
+        ticks.tick().await;
+        let Some(sandboxes) = sandboxes.upgrade() else {
+            return;
+        };
+        sandboxes.end_idle(idle);
     }
 }
 

@@ -9,7 +9,8 @@
 //! input and add `\r`, while the pipes keep both streams separate and
 //! byte-exact.
 //!
-//! For each command sandboxd writes one line to bash's stdin:
+//! For each command sandboxd writes one line, then an empty line (the
+//! sentinel, below), to bash's stdin:
 //!
 //! ```text
 //! builtin eval '<cmd, each ' written as '\''>' </dev/null; builtin printf '%s%s%d\n' HEAD TAIL "$?"; builtin printf '%s%s\n' HEAD TAIL >&2
@@ -19,33 +20,90 @@
 //!   command only inside `eval`: an unbalanced quote or any syntax error is
 //!   an error of that one command and cannot swallow the lines that follow.
 //! * `</dev/null` gives the command an immediate EOF on stdin, so it can
-//!   never read (and eat) the scripts meant for bash itself.
+//!   never read (and eat) the scripts meant for bash itself. A program the
+//!   command `exec`s gets that EOF too and usually ends at once.
 //! * HEAD+TAIL is a marker with a fresh random TAIL per command, so output
 //!   cannot forge it. It is printed in two pieces so that `set -x` traces of
 //!   the `printf` lines never contain it whole. The stdout marker carries the
 //!   exit status; output before it (even without a trailing newline) is the
 //!   command's, and the marker line itself is stripped (see `output`).
 //! * `builtin` keeps user-defined functions named `eval` or `printf` out.
+//! * The markers are printed by the line itself, not from inside `eval`:
+//!   bash parsed that line before the command ran, so an alias the command
+//!   defines cannot touch them.
 //!
 //! Because the shell stays alive, `cd`, variables, functions and files
 //! persist. State leaks between commands are intended; the container, not
 //! this process, is the security boundary.
 //!
-//! Trade-offs:
-//! * A command that ends bash (`exit 3`, `set -e` plus a failure) is noticed
-//!   through the child's exit or EOF on its pipes, never by waiting for the
-//!   timeout. The next command gets a fresh shell in the same workspace.
+//! A shell no command can break
+//! ----------------------------
+//! A command may change its shell in any way bash allows, and some ways stop
+//! the wrapper from working: `enable -n printf`, `set -n`, `exec >/dev/null`
+//! or `exec 2>&-` stop its markers; `enable -n eval`, an alias or a function
+//! named `builtin` break every later line. Two facts make this exactly
+//! detectable:
+//! * bash reads a pipe one byte at a time, so it reads nothing past the
+//!   current line until that line has finished running;
+//! * `FIONREAD` on the write end of its stdin tells how much it has not
+//!   read yet.
+//!
+//! So once the sentinel has been read, bash is done with the wrapper and
+//! whatever it printed is already in the output pipes. If those are drained
+//! too and a marker is still missing, the marker will never come: the shell
+//! is broken. This is checked every [`STALL_POLL`] while markers are
+//! outstanding, so breakage is noticed within tens of milliseconds, not at
+//! the timeout, and a command that ends before the first check costs
+//! nothing. A long command keeps its stdin unread and is simply waited for.
+//!
+//! After the command's markers sandboxd writes a probe: the same wrapper
+//! around an empty command, with a fresh TAIL, then the sentinel. It must
+//! end with status 0 within [`PROBE_WINDOW`]. This catches what only shows
+//! on later lines: `eval` disabled (status 1), an alias or function named
+//! `builtin` (markers garbled or missing). The probe's output is never
+//! returned. Because it is written only once the command's markers came, it
+//! never runs in a shell the command already broke, so its errors never mix
+//! with the command's output.
+//!
+//! A shell that is broken, exits or is killed is ended (with everything it
+//! started) and the next command gets a fresh one in the same workspace:
+//! files stay; working directory, variables, functions and background jobs
+//! do not. The command's stderr ends with a note saying so and why (see
+//! [`End`]); if the shell dies between commands (a background `kill $$`),
+//! the next command's note says it. The exit code is the one the marker
+//! reported, else bash's own exit code, else 137 (sandboxd killed it).
+//!
+//! What this does not catch or keep:
+//! * A shell that still runs the wrapper correctly is kept, whatever else
+//!   changed: `set -x` traces and DEBUG trap output land in the command's
+//!   output (they are not breakage), an EXIT trap runs when the shell ends,
+//!   readonly variables and functions named `eval`, `printf` or `:` do not
+//!   matter.
+//! * Checking that the process is still bash (`/proc/PID/exe`) would add
+//!   nothing: `exec` replaces bash in the middle of the wrapper line, so its
+//!   markers never come.
+//! * A `builtin` function crafted to imitate the wrapper (it sees HEAD and
+//!   TAIL among its arguments) can fake the markers. That is sabotage of
+//!   one's own shell; no wrapper can prevent it.
+//! * A shell whose probe takes longer than [`PROBE_WINDOW`] (a DEBUG trap
+//!   that sleeps) counts as broken.
+//! * A command that reads bash's own input through the copy bash keeps of
+//!   it during the command (`cat <&11`) eats the sentinel and counts as
+//!   broken.
+//!
+//! Other trade-offs
+//! ----------------
 //! * On timeout every process of the session except bash is killed; that
 //!   includes background jobs of earlier commands. If bash does not print its
-//!   markers within [`GRACE`] (it is busy in a builtin loop, or its stdout
-//!   was redirected away with `exec`), or starts new processes meanwhile (a
-//!   loop in bash that forks), bash is killed too and replaced. bash's own
-//!   report of a killed job (`Killed ...`) stays in stderr before the
-//!   timeout note. The timeout counts from the start of the command, not
-//!   from its arrival in the sandbox's queue.
+//!   markers within [`GRACE`] (it is busy in a builtin loop), starts new
+//!   processes meanwhile (a loop in bash that forks), or is found broken as
+//!   above, bash is killed too and replaced. bash's own report of a killed
+//!   job (`Killed ...`) stays in stderr before the timeout note. The timeout
+//!   counts from the start of the command, not from its arrival in the
+//!   sandbox's queue.
 //! * Output a background job writes after its command ended is read as part
 //!   of a later command's output, as in a terminal; output arriving in the
-//!   same read as a marker, after it, is dropped.
+//!   same read as a marker, after it, or during the probe, is dropped.
 //! * A process that calls `setsid` itself leaves the session and is not
 //!   found when killing.
 //! * If sandboxd itself dies (crash, SIGKILL), each bash is killed with it
@@ -53,12 +111,14 @@
 //!   runs behind the back of the shell a restarted sandboxd starts. The
 //!   processes bash had started are not reached and run on until they end
 //!   (in the container, the container ends with sandboxd).
-//! * `$?` at the start of a command reflects the marker `printf`, not the
+//! * `$?` at the start of a command reflects the probe's `printf`, not the
 //!   previous command.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::future::Future;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -74,6 +134,14 @@ use crate::rlimits::Limits;
 /// How long bash gets to come back after the command's processes were
 /// killed on timeout.
 const GRACE: Duration = Duration::from_millis(1000);
+/// How long the probe may take. A healthy bash answers it in well under a
+/// millisecond, even on a loaded machine; the window only bounds a shell
+/// slowed by its own traps. Kept short so that a timed-out command (up to
+/// [`GRACE`] more) still answers within the 2 s the worker adds to its wait.
+const PROBE_WINDOW: Duration = Duration::from_millis(500);
+/// How often to check, while markers are outstanding, whether bash has read
+/// all its input (and so can no longer print them).
+const STALL_POLL: Duration = Duration::from_millis(20);
 /// How often to look for new processes during the grace period.
 const BUSY_POLL: Duration = Duration::from_millis(50);
 /// How long to keep reading output of a shell that is gone.
@@ -86,9 +154,9 @@ const MARKER_HEAD: &str = "__sandboxd_";
 
 /// Exit code reported for a command that timed out (as coreutils `timeout`).
 pub const TIMEOUT_EXIT_CODE: i32 = 124;
-/// Exit code reported for a command ended by destroying its sandbox
+/// Exit code reported for a command whose shell sandboxd had to kill
 /// (128 + SIGKILL, as a shell reports a killed process).
-pub const DESTROYED_EXIT_CODE: i32 = 137;
+pub const KILLED_EXIT_CODE: i32 = 137;
 
 /// What one command produced.
 #[derive(Debug)]
@@ -100,24 +168,121 @@ pub struct Outcome {
     pub truncated: bool,
     pub started: SystemTime,
     pub duration: Duration,
-    /// False when the shell is gone or was killed; the session must then be
-    /// dropped and a new one spawned for the next command.
+    /// False when the shell ended (the note in stderr says why) or the
+    /// sandbox is being destroyed; the session must then be dropped and a
+    /// new one spawned for the next command.
     pub shell_usable: bool,
+}
+
+impl Outcome {
+    /// Appends one line of sandboxd's own to stderr. Added after capping,
+    /// so it is never cut off.
+    pub fn note(&mut self, line: &str) {
+        if !self.stderr.is_empty() && !self.stderr.ends_with('\n') {
+            self.stderr.push('\n');
+        }
+        self.stderr.push_str(line);
+        self.stderr.push('\n');
+    }
+}
+
+/// Why a shell ended, as said in the note of the command it concerns.
+#[derive(Debug)]
+pub enum End {
+    /// bash exited or was killed by a signal (`None`: it could not be reaped).
+    Gone(Option<ExitStatus>),
+    /// bash read all its input but these markers never came.
+    Silent(Streams),
+    /// The probe after the command failed.
+    ProbeFailed,
+    /// bash stayed busy after its command's processes were killed on timeout.
+    Busy,
+    /// No command came for this long.
+    Idle(Duration),
+}
+
+/// Which streams lack their marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streams {
+    Stdout,
+    Stderr,
+    Both,
+}
+
+const FRESH_SHELL: &str = "in a fresh shell in the same workspace \
+                           (files kept; working directory, variables and background jobs reset)";
+
+impl End {
+    /// The note for the command the shell ended in.
+    pub fn note(&self) -> String {
+        format!("sandboxd: the shell ended ({self}); the next command starts {FRESH_SHELL}")
+    }
+
+    /// The note for the first command after a shell ended between commands.
+    pub fn note_for_next(&self) -> String {
+        format!("sandboxd: the shell ended ({self}); this command ran {FRESH_SHELL}")
+    }
+}
+
+impl fmt::Display for End {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use std::os::unix::process::ExitStatusExt;
+        match self {
+            End::Gone(Some(status)) => match (status.code(), status.signal()) {
+                (Some(code), _) => write!(f, "it exited with code {code}"),
+                (_, Some(signal)) => write!(f, "it was killed by signal {signal}"),
+                _ => f.write_str("it is gone"),
+            },
+            End::Gone(None) => f.write_str("it is gone"),
+            End::Silent(Streams::Stdout) => f.write_str("its stdout was closed or redirected"),
+            End::Silent(Streams::Stderr) => f.write_str("its stderr was closed or redirected"),
+            End::Silent(Streams::Both) => f.write_str(
+                "it stopped running commands: set -n, or builtin or printf disabled or redefined",
+            ),
+            End::ProbeFailed => f.write_str(
+                "the command changed it so that later commands would fail: \
+                 eval disabled, or an alias or function named builtin",
+            ),
+            End::Busy => write!(
+                f,
+                "it was still busy {} ms after the timeout",
+                GRACE.as_millis()
+            ),
+            End::Idle(idle) => write!(f, "it was idle for {} s", idle.as_secs()),
+        }
+    }
 }
 
 pub struct Session {
     child: Child,
     /// bash's pid, which is also its session id.
     sid: i32,
+    pipes: Pipes,
+}
+
+struct Pipes {
     stdin: ChildStdin,
     stdout: ChildStdout,
     stderr: ChildStderr,
+    /// Read buffers, kept for the session's life.
+    out_buf: Box<[u8]>,
+    err_buf: Box<[u8]>,
+}
+
+/// How reading up to a wrapper's markers ended.
+enum Read {
+    /// Both markers came.
+    Markers,
+    /// A pipe closed: the shell is gone.
+    Closed,
+    /// bash read all its input and printed everything it will, without
+    /// printing the markers.
+    Stalled,
 }
 
 /// How the first phase of a command ended.
 enum Phase {
-    Finished,
-    ShellGone,
+    Read(Read),
     TimedOut,
     Cancelled,
 }
@@ -173,15 +338,23 @@ impl Session {
         Ok(Session {
             child,
             sid,
-            stdin,
-            stdout,
-            stderr,
+            pipes: Pipes {
+                stdin,
+                stdout,
+                stderr,
+                out_buf: vec![0; READ_CHUNK].into(),
+                err_buf: vec![0; READ_CHUNK].into(),
+            },
         })
     }
 
-    /// True while bash has not exited (it may have died between commands).
-    pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+    /// Why bash is no longer running, if it died between commands.
+    pub fn ended(&mut self) -> Option<End> {
+        match self.child.try_wait() {
+            Ok(None) => None,
+            Ok(status) => Some(End::Gone(status)),
+            Err(_) => Some(End::Gone(None)),
+        }
     }
 
     /// Runs one command. `cancelled` resolving ends it at once (the sandbox
@@ -200,80 +373,70 @@ impl Session {
         let script = wrap_command(cmd, &tail);
         let mut out = Capture::new(marker.as_bytes(), output_limit);
         let mut err = Capture::new(marker.as_bytes(), output_limit);
-        let Session {
-            child,
-            sid,
-            stdin,
-            stdout,
-            stderr,
-        } = self;
+        let Session { child, sid, pipes } = self;
         let sid = *sid;
 
         let phase = tokio::select! {
             biased;
             () = cancelled => Phase::Cancelled,
-            finished = async {
-                stdin.write_all(script.as_bytes()).await.is_ok()
-                    && pump(stdout, stderr, &mut out, &mut err, true).await
-            } => if finished { Phase::Finished } else { Phase::ShellGone },
-            _ = child.wait() => Phase::ShellGone,
+            read = pipes.run_script(&script, &mut out, &mut err) => Phase::Read(read),
+            _ = child.wait() => Phase::Read(Read::Closed),
             () = tokio::time::sleep(timeout) => Phase::TimedOut,
         };
 
-        let (exit_code, timed_out, shell_usable, note) = match phase {
-            Phase::Finished => (None, false, true, None),
-            Phase::ShellGone => {
-                let status = end_shell(child, sid, stdout, stderr, &mut out, &mut err).await;
-                (status.map(status_code), false, false, None)
+        let destroyed = matches!(phase, Phase::Cancelled);
+        let mut notes = Vec::new();
+        let (end, forced_code, status_code) = match phase {
+            Phase::Read(read) => {
+                let (end, status) = settle(Some(read), child, sid, pipes, &mut out, &mut err).await;
+                (end, None, status)
             }
             Phase::TimedOut => {
                 let killed = procs::kill_session(sid, Some(sid));
-                let came_back = tokio::select! {
-                    back = pump(stdout, stderr, &mut out, &mut err, true) => back,
-                    _ = child.wait() => false,
-                    () = shell_starts_processes(sid, &killed) => false,
-                    () = tokio::time::sleep(GRACE) => false,
+                let read = tokio::select! {
+                    read = pipes.pump(&mut out, &mut err, Until::Markers) => Some(read),
+                    _ = child.wait() => Some(Read::Closed),
+                    () = shell_starts_processes(sid, &killed) => None,
+                    () = tokio::time::sleep(GRACE) => None,
                 };
-                if !came_back {
-                    end_shell(child, sid, stdout, stderr, &mut out, &mut err).await;
-                }
-                let note = format!(
+                notes.push(format!(
                     "sandboxd: command timed out after {} ms",
                     timeout.as_millis()
-                );
-                (Some(TIMEOUT_EXIT_CODE), true, came_back, Some(note))
+                ));
+                let (end, _) = settle(read, child, sid, pipes, &mut out, &mut err).await;
+                (end, Some(TIMEOUT_EXIT_CODE), None)
             }
             Phase::Cancelled => {
-                end_shell(child, sid, stdout, stderr, &mut out, &mut err).await;
-                let note = "sandboxd: sandbox destroyed while the command was running".to_string();
-                (Some(DESTROYED_EXIT_CODE), false, false, Some(note))
+                end_shell(child, sid, pipes, &mut out, &mut err).await;
+                // The workspace goes too, so there is nothing to say about
+                // the next command.
+                notes.push("sandboxd: sandbox destroyed while the command was running".into());
+                (None, Some(KILLED_EXIT_CODE), None)
             }
         };
 
         let out = out.finish();
         let err = err.finish();
         // The marker's trailer is the status `$?` printed by our own wrapper.
-        let exit_code = exit_code
-            .or_else(|| out.trailer.as_deref().and_then(|t| t.parse().ok()))
-            .unwrap_or(DESTROYED_EXIT_CODE);
-        let mut stderr_text = err.text;
-        if let Some(note) = note {
-            if !stderr_text.is_empty() && !stderr_text.ends_with('\n') {
-                stderr_text.push('\n');
-            }
-            stderr_text.push_str(&note);
-            stderr_text.push('\n');
-        }
-        Outcome {
+        let reported = out.trailer.as_deref().and_then(|t| t.parse().ok());
+        let mut outcome = Outcome {
             stdout: out.text,
-            stderr: stderr_text,
-            exit_code,
-            timed_out,
+            stderr: err.text,
+            exit_code: forced_code
+                .or(reported)
+                .or(status_code)
+                .unwrap_or(KILLED_EXIT_CODE),
+            timed_out: forced_code == Some(TIMEOUT_EXIT_CODE),
             truncated: out.truncated || err.truncated,
             started,
             duration: clock.elapsed(),
-            shell_usable,
+            shell_usable: end.is_none() && !destroyed,
+        };
+        notes.extend(end.map(|end| end.note()));
+        for line in &notes {
+            outcome.note(line);
         }
+        outcome
     }
 }
 
@@ -282,6 +445,135 @@ impl Drop for Session {
     /// (kill_on_drop then lets tokio reap bash itself.)
     fn drop(&mut self) {
         procs::kill_session(self.sid, None);
+    }
+}
+
+/// Keeps the shell if `read` found the command's markers and the probe
+/// after them passes; otherwise ends it. `None` means bash stayed busy after
+/// a timeout. Returns why the shell ended and, if bash exited by itself, the
+/// exit code it reported.
+async fn settle(
+    read: Option<Read>,
+    child: &mut Child,
+    sid: i32,
+    pipes: &mut Pipes,
+    out: &mut Capture,
+    err: &mut Capture,
+) -> (Option<End>, Option<i32>) {
+    let end = match read {
+        Some(Read::Markers) => match probe(child, pipes).await {
+            Read::Markers => return (None, None),
+            Read::Closed => None,
+            Read::Stalled => Some(End::ProbeFailed),
+        },
+        Some(Read::Closed) => None,
+        Some(Read::Stalled) => Some(End::Silent(match (out.is_done(), err.is_done()) {
+            (false, false) => Streams::Both,
+            (false, true) => Streams::Stdout,
+            (true, _) => Streams::Stderr,
+        })),
+        None => Some(End::Busy),
+    };
+    let status = end_shell(child, sid, pipes, out, err).await;
+    match end {
+        Some(end) => (Some(end), None),
+        None => (Some(End::Gone(status)), status.map(status_code)),
+    }
+}
+
+/// Checks that the shell still runs the wrapper: around an empty command it
+/// must print both markers with status 0 within [`PROBE_WINDOW`]. Returns
+/// `Markers` if so, `Closed` if bash is gone, else `Stalled`.
+async fn probe(child: &mut Child, pipes: &mut Pipes) -> Read {
+    let tail = random_tail();
+    let marker = format!("{MARKER_HEAD}{tail}");
+    // Nothing of the probe's output is kept.
+    let mut out = Capture::new(marker.as_bytes(), 0);
+    let mut err = Capture::new(marker.as_bytes(), 0);
+    let script = wrap_command("", &tail);
+    let read = tokio::select! {
+        read = pipes.run_script(&script, &mut out, &mut err) => read,
+        _ = child.wait() => Read::Closed,
+        () = tokio::time::sleep(PROBE_WINDOW) => Read::Stalled,
+    };
+    let passed =
+        out.finish().trailer.as_deref() == Some("0") && err.finish().trailer.as_deref() == Some("");
+    match read {
+        Read::Markers if !passed => Read::Stalled,
+        read => read,
+    }
+}
+
+/// What to read the output pipes until.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// Both markers came, both pipes closed, or bash stalled.
+    Markers,
+    /// Both pipes closed.
+    Closed,
+}
+
+impl Pipes {
+    /// Writes `script` to bash and reads its output up to the markers.
+    async fn run_script(&mut self, script: &str, out: &mut Capture, err: &mut Capture) -> Read {
+        if self.stdin.write_all(script.as_bytes()).await.is_err() {
+            return Read::Closed;
+        }
+        self.pump(out, err, Until::Markers).await
+    }
+
+    /// Reads both pipes into their captures until `until`.
+    async fn pump(&mut self, out: &mut Capture, err: &mut Capture, until: Until) -> Read {
+        let markers = until == Until::Markers;
+        let (mut out_open, mut err_open) = (true, true);
+        let mut stall_check =
+            tokio::time::interval_at(tokio::time::Instant::now() + STALL_POLL, STALL_POLL);
+        loop {
+            if markers && out.is_done() && err.is_done() {
+                return Read::Markers;
+            }
+            if !out_open && !err_open {
+                return Read::Closed;
+            }
+            let want_out = out_open && !(markers && out.is_done());
+            let want_err = err_open && !(markers && err.is_done());
+            tokio::select! {
+                read = self.stdout.read(&mut self.out_buf), if want_out => match read {
+                    Ok(n) if n > 0 => out.feed(&self.out_buf[..n]),
+                    _ => out_open = false,
+                },
+                read = self.stderr.read(&mut self.err_buf), if want_err => match read {
+                    Ok(n) if n > 0 => err.feed(&self.err_buf[..n]),
+                    _ => err_open = false,
+                },
+                _ = stall_check.tick(), if markers => if self.stalled(out, err) {
+                    return Read::Stalled;
+                },
+            }
+        }
+    }
+
+    /// True once bash has read all its input, sentinel included, and every
+    /// stream still lacking its marker has been read to the end: what bash
+    /// printed before reading the sentinel is then all in the captures, so a
+    /// missing marker will not come. (A closed pipe has nothing unread.)
+    fn stalled(&self, out: &Capture, err: &Capture) -> bool {
+        unread(&self.stdin) == Some(0)
+            && (out.is_done() || unread(&self.stdout) == Some(0))
+            && (err.is_done() || unread(&self.stderr) == Some(0))
+    }
+}
+
+/// Bytes written to the pipe behind `fd` and not read yet; Linux answers
+/// this on either end of a pipe.
+fn unread(fd: &impl AsRawFd) -> Option<usize> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD stores one int through the pointer it is given.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut count) };
+    if rc == 0 {
+        usize::try_from(count).ok()
+    } else {
+        None
     }
 }
 
@@ -307,8 +599,7 @@ async fn shell_starts_processes(sid: i32, killed: &HashSet<i32>) {
 async fn end_shell(
     child: &mut Child,
     sid: i32,
-    stdout: &mut ChildStdout,
-    stderr: &mut ChildStderr,
+    pipes: &mut Pipes,
     out: &mut Capture,
     err: &mut Capture,
 ) -> Option<ExitStatus> {
@@ -316,54 +607,17 @@ async fn end_shell(
     // session id, from being reused.
     procs::kill_session(sid, None);
     let status = tokio::time::timeout(REAP, child.wait()).await.ok()?.ok();
-    let _ = tokio::time::timeout(DRAIN, pump(stdout, stderr, out, err, false)).await;
+    let _ = tokio::time::timeout(DRAIN, pipes.pump(out, err, Until::Closed)).await;
     status
 }
 
-/// Reads both pipes into their captures. With `until_markers`, returns true
-/// once both markers were seen and false as soon as either pipe closes (the
-/// shell is gone); otherwise reads until both pipes close.
-async fn pump(
-    stdout: &mut ChildStdout,
-    stderr: &mut ChildStderr,
-    out: &mut Capture,
-    err: &mut Capture,
-    until_markers: bool,
-) -> bool {
-    let mut out_buf = vec![0u8; READ_CHUNK];
-    let mut err_buf = vec![0u8; READ_CHUNK];
-    let (mut out_open, mut err_open) = (true, true);
-    loop {
-        if until_markers && out.is_done() && err.is_done() {
-            return true;
-        }
-        if !out_open && !err_open {
-            return false;
-        }
-        let want_out = out_open && !(until_markers && out.is_done());
-        let want_err = err_open && !(until_markers && err.is_done());
-        tokio::select! {
-            read = stdout.read(&mut out_buf), if want_out => match read {
-                Ok(n) if n > 0 => out.feed(&out_buf[..n]),
-                _ if until_markers => return false,
-                _ => out_open = false,
-            },
-            read = stderr.read(&mut err_buf), if want_err => match read {
-                Ok(n) if n > 0 => err.feed(&err_buf[..n]),
-                _ if until_markers => return false,
-                _ => err_open = false,
-            },
-        }
-    }
-}
-
-/// The line that runs `cmd` and then prints the end markers (see the module
-/// docs). `tail` is the random half of the marker.
+/// The line that runs `cmd` and prints the end markers, then the sentinel
+/// (see the module docs). `tail` is the random half of the marker.
 fn wrap_command(cmd: &str, tail: &str) -> String {
     format!(
         "builtin eval {} </dev/null; \
          builtin printf '%s%s%d\\n' {MARKER_HEAD} {tail} \"$?\"; \
-         builtin printf '%s%s\\n' {MARKER_HEAD} {tail} >&2\n",
+         builtin printf '%s%s\\n' {MARKER_HEAD} {tail} >&2\n\n",
         single_quote(cmd)
     )
 }
@@ -394,7 +648,7 @@ fn status_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|sig| 128 + sig))
-        .unwrap_or(DESTROYED_EXIT_CODE)
+        .unwrap_or(KILLED_EXIT_CODE)
 }
 
 #[cfg(test)]
@@ -433,13 +687,13 @@ mod tests {
     }
 
     #[test]
-    fn wrapped_command_is_one_line_that_prints_split_markers() {
+    fn wrapped_command_is_one_line_and_the_sentinel() {
         let line = wrap_command("echo 'hi'", "abc");
         assert_eq!(
             line,
             "builtin eval 'echo '\\''hi'\\''' </dev/null; \
              builtin printf '%s%s%d\\n' __sandboxd_ abc \"$?\"; \
-             builtin printf '%s%s\\n' __sandboxd_ abc >&2\n"
+             builtin printf '%s%s\\n' __sandboxd_ abc >&2\n\n"
         );
         assert!(!line.contains("__sandboxd_abc"));
     }

@@ -266,12 +266,7 @@ fn destroy_removes_the_workspace_and_resets_state() {
 fn destroy_kills_the_running_command() {
     let server = Arc::new(Server::start());
     let ws = server.workspace("busy-destroy");
-    let sid: i32 = server
-        .exec("busy-destroy", "echo $$")
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    let sid = server.shell_pid("busy-destroy");
     let runner = {
         let server = Arc::clone(&server);
         thread::spawn(move || {
@@ -357,12 +352,7 @@ fn sigterm_ends_all_sessions_and_exits() {
         .trim()
         .parse()
         .unwrap();
-    let shell: i32 = server
-        .exec("term", "echo $$")
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    let shell = server.shell_pid("term");
     let status = server.terminate();
     assert!(status.success(), "{status:?}");
     assert!(
@@ -375,12 +365,7 @@ fn sigterm_ends_all_sessions_and_exits() {
 #[test]
 fn a_killed_sandboxd_takes_its_shells_with_it() {
     let server = Server::start();
-    let shell: i32 = server
-        .exec("crash", "echo $$")
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    let shell = server.shell_pid("crash");
     let addr = server.addr;
     // Sent by hand: the connection dies with sandboxd, without a response.
     thread::spawn(move || {

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The exec response, field for field; unknown fields fail the test.
+/// The exec answer (`ExecResult` in sandboxd), field for field; unknown
+/// fields fail the test.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Exec {
@@ -142,6 +143,16 @@ impl Server {
         let (status, bytes) = self.raw("POST", &path, body.to_string().as_bytes());
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
         serde_json::from_slice(&bytes).expect("exec response")
+    }
+
+    /// The pid of the sandbox's shell (starting one if needed), which is
+    /// also its session id.
+    pub fn shell_pid(&self, name: &str) -> i32 {
+        let r = self.exec(name, "echo $$");
+        r.stdout
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("no pid from {name}: {r:?}"))
     }
 
     pub fn destroy(&self, name: &str) -> (u16, Value) {

@@ -66,12 +66,7 @@ fn builtin_busy_loop_times_out_and_the_shell_is_replaced() {
 #[test]
 fn fork_loop_is_killed_entirely() {
     let server = Server::start();
-    let sid: i32 = server
-        .exec("forky", "echo $$")
-        .stdout
-        .trim()
-        .parse()
-        .unwrap();
+    let sid = server.shell_pid("forky");
     let (r, took) = timed(|| server.exec_timeout("forky", "while :; do sleep 30 & done", 500));
     assert!(r.timed_out);
     // Tearing down hundreds of processes is kernel work that competes with
@@ -185,4 +180,85 @@ fn process_limit_is_off_by_default_and_applies_to_every_shell() {
         let want = expected_ulimit("-u", 300);
         assert_eq!(r.stdout, format!("{want}\n{want}\n{want}\n"), "{name}");
     }
+}
+
+#[test]
+fn shells_are_capped_and_sandboxes_with_one_keep_it() {
+    let server = Server::start_with(&["--max-sessions", "2"], &[]);
+    assert_eq!(server.exec("cap-a", "echo a").stdout, "a\n");
+    assert_eq!(server.exec("cap-b", "echo b").stdout, "b\n");
+
+    let refused = || server.json("POST", "/v1/sandboxes/cap-c/exec", r#"{"cmd":"echo c"}"#);
+    let (status, value) = refused();
+    assert_eq!(status, 503, "{value}");
+    let error = value["error"].as_str().unwrap();
+    assert!(
+        error.contains("at most 2 shells") && error.contains("--max-sessions"),
+        "{error}"
+    );
+    assert!(!server.workspace("cap-c").exists());
+
+    // A sandbox that has a place keeps it when its shell is replaced.
+    let r = server.exec("cap-a", "exit 3");
+    assert_eq!(r.exit_code, 3);
+    assert_eq!(refused().0, 503);
+    assert_eq!(server.exec("cap-a", "echo again").stdout, "again\n");
+    assert_eq!(server.exec("cap-b", "echo b").stdout, "b\n");
+
+    // Destroying one frees its place.
+    assert_eq!(server.destroy("cap-b").0, 200);
+    assert_eq!(server.exec("cap-c", "echo c").stdout, "c\n");
+    assert_eq!(
+        server
+            .json("POST", "/v1/sandboxes/cap-b/exec", r#"{"cmd":"true"}"#)
+            .0,
+        503
+    );
+}
+
+#[test]
+fn idle_shells_are_ended_and_give_back_their_place() {
+    let server = Server::start_with(&["--max-sessions", "1", "--idle-shell-secs", "1"], &[]);
+    let ws = server.workspace("idler");
+    server.exec("idler", "touch kept; mkdir sub; cd sub; X=1");
+    let pid = server.shell_pid("idler");
+    assert_eq!(
+        server
+            .json("POST", "/v1/sandboxes/other/exec", r#"{"cmd":"true"}"#)
+            .0,
+        503
+    );
+    assert!(pid_is_gone(pid, Duration::from_secs(3)), "idle shell lives");
+
+    // Its place went to whoever asks first.
+    assert_eq!(server.exec("other", "echo in").stdout, "in\n");
+    assert_eq!(
+        server
+            .json("POST", "/v1/sandboxes/idler/exec", r#"{"cmd":"true"}"#)
+            .0,
+        503
+    );
+    assert!(pid_is_gone(
+        server.shell_pid("other"),
+        Duration::from_secs(3)
+    ));
+
+    let r = server.exec("idler", "ls; echo ${X:-fresh} $PWD");
+    assert_eq!(r.stdout, format!("kept\nsub\nfresh {}\n", ws.display()));
+    assert_eq!(
+        r.stderr,
+        "sandboxd: the shell ended (it was idle for 1 s); this command ran in a fresh shell \
+         in the same workspace (files kept; working directory, variables and background jobs \
+         reset)\n"
+    );
+}
+
+#[test]
+fn a_shell_busy_with_a_command_is_not_idle() {
+    let server = Server::start_with(&["--idle-shell-secs", "1"], &[]);
+    server.exec("busy-idle", "X=kept");
+    let r = server.exec("busy-idle", "sleep 2; echo $X");
+    assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("kept\n", ""));
+    let r = server.exec("busy-idle", "echo $X");
+    assert_eq!((r.stdout.as_str(), r.stderr.as_str()), ("kept\n", ""));
 }

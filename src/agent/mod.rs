@@ -14,20 +14,29 @@ mod exchange;
 mod store;
 
 use std::cell::Cell;
+use std::time::Duration;
 
 use worker::{durable_object, DurableObject, Env, Request, Response, State};
 
+use crate::api::limits::ROOM_TTL_SECONDS;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
     CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
-use crate::runtime::{body, clock, respond};
+use crate::runtime::log::{self, LifecycleLog};
+use crate::runtime::{body, clock, config, respond};
 use crate::sandbox::SandboxStub;
 use store::Store;
 
+/// How long a room lives after its last use.
+fn room_ttl_ms(env: &Env) -> u64 {
+    config::seconds_as_ms(env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS)
+}
+
 #[durable_object]
 pub struct DuetAgent {
+    state: State,
     store: Store,
     env: Env,
     /// Cleanups so far (see the module docs).
@@ -38,6 +47,7 @@ impl DurableObject for DuetAgent {
     fn new(state: State, env: Env) -> Self {
         let store = Store::open(state.storage().sql()).expect("the messages table can be created");
         Self {
+            state,
             store,
             env,
             epoch: Cell::new(0),
@@ -48,11 +58,41 @@ impl DurableObject for DuetAgent {
         let outcome = self.handle(&mut req).await;
         Ok(respond::from_object("DuetAgent", &req.path(), outcome))
     }
+
+    /// The room expires `ROOM_TTL_SECONDS` after its last use.
+    async fn alarm(&self) -> worker::Result<Response> {
+        let Some((room, last_used)) = self.store.last_use()? else {
+            return Response::empty();
+        };
+        let expires = last_used.saturating_add(room_ttl_ms(&self.env));
+        let now = clock::now_ms();
+        if now < expires {
+            self.state
+                .storage()
+                .set_alarm(Duration::from_millis(expires - now))
+                .await?;
+            return Response::empty();
+        }
+        self.epoch.set(self.epoch.get() + 1);
+        self.store.clear()?;
+        log::emit(&LifecycleLog {
+            event: "expire",
+            object: "DuetAgent",
+            room: &room,
+            bytes: None,
+            duration_ms: clock::now_ms() - now,
+            note: None,
+        });
+        Response::empty()
+    }
 }
 
 impl DuetAgent {
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
         let (room, action) = route::room(req.method().as_ref(), &req.path())?;
+        if action != Action::Cleanup {
+            self.touch(&room).await?;
+        }
         match action {
             Action::SendMessage => {
                 let request = validate::message_request(&body::read(req).await?)?;
@@ -109,6 +149,16 @@ impl DuetAgent {
         )?)
     }
 
+    /// Records a use of the room and sets its expiry alarm from it.
+    async fn touch(&self, room: &str) -> Result<(), ApiError> {
+        self.store.touch(room, clock::now_ms())?;
+        self.state
+            .storage()
+            .set_alarm(Duration::from_millis(room_ttl_ms(&self.env)))
+            .await?;
+        Ok(())
+    }
+
     /// Fails once a cleanup has begun since `epoch`.
     fn still_current(&self, epoch: u64) -> Result<(), ApiError> {
         match self.epoch.get() == epoch {
@@ -120,6 +170,7 @@ impl DuetAgent {
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
         self.epoch.set(self.epoch.get() + 1);
         self.store.clear()?;
+        self.state.storage().delete_alarm().await?;
         let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await
         {
             Ok(()) => vec![],

@@ -1,4 +1,5 @@
-//! A room's chat history in the object's SQLite storage.
+//! A room's chat history in the object's SQLite storage, and when the room
+//! was last used (for its expiry).
 //!
 //! Every change is one synchronous statement batch with no `await` inside, so
 //! concurrent messages to a room interleave only between whole exchanges and
@@ -25,7 +26,42 @@ impl Store {
             )",
             None,
         )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS room (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                name TEXT NOT NULL,
+                last_used INTEGER NOT NULL
+            )",
+            None,
+        )?;
         Ok(Self { sql })
+    }
+
+    /// Records a use of `room` at `now`.
+    pub fn touch(&self, room: &str, now: u64) -> worker::Result<()> {
+        self.sql.exec(
+            "INSERT INTO room (id, name, last_used) VALUES (1, ?, ?)
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used",
+            vec![room.into(), SqlStorageValue::Integer(now as i64)],
+        )?;
+        Ok(())
+    }
+
+    /// The room and when it was last used, if it ever was.
+    pub fn last_use(&self) -> worker::Result<Option<(String, u64)>> {
+        #[derive(serde::Deserialize)]
+        struct Row {
+            name: String,
+            last_used: i64,
+        }
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT name, last_used FROM room WHERE id = 1", None)?
+            .to_array()?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .map(|row| (row.name, row.last_used.max(0) as u64)))
     }
 
     /// The last [`HISTORY_LIMIT`] messages, oldest first.
@@ -69,8 +105,10 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets the history and the room's last use.
     pub fn clear(&self) -> worker::Result<()> {
         self.sql.exec("DELETE FROM messages", None)?;
+        self.sql.exec("DELETE FROM room", None)?;
         Ok(())
     }
 }

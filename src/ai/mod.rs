@@ -60,7 +60,7 @@ pub async fn answer(
 
 /// The configured `AI_TIMEOUT_MS`, at most [`AI_TIMEOUT_MS`].
 pub fn time_limit(env: &Env) -> u64 {
-    config::millis(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS)
+    config::number(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS)
 }
 
 async fn ask(env: &Env, model: &str, context: &[ChatMessage<'_>]) -> Result<Completion, ApiError> {

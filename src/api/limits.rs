@@ -51,3 +51,19 @@ pub const MIN_COMMAND_MS: u64 = 1_000;
 pub const SANDBOX_DESTROY_MS: u64 = 10_000;
 /// Time a cold container gets to start answering.
 pub const CONTAINER_START_MS: u64 = 10_000;
+/// Time restoring a sleeping room's workspace may take.
+pub const RESTORE_MS: u64 = 5_000;
+/// What a cold sandbox (started, or woken and restored) may add to an exec's
+/// own bound of `timeoutMs` + [`SANDBOXD_MARGIN_MS`].
+pub const COLD_START_ALLOWANCE_MS: u64 = CONTAINER_START_MS + RESTORE_MS;
+/// No exec answers later than this after it arrived, cold or not: the Go
+/// server gives up at 30 s.
+pub const EXEC_ANSWER_MS: u64 = 28_000;
+/// Default `SANDBOX_IDLE_SECONDS`: a sandbox with no command for this long
+/// sleeps (files saved, sandbox stopped).
+pub const SANDBOX_IDLE_SECONDS: u64 = 600;
+/// Default `ROOM_TTL_SECONDS`: a room unused for this long is forgotten.
+pub const ROOM_TTL_SECONDS: u64 = 3 * 24 * 3600;
+/// Default `SANDBOX_ARCHIVE_MAX_BYTES`: the largest workspace archive
+/// (gzipped) a sleeping room keeps.
+pub const SANDBOX_ARCHIVE_MAX_BYTES: u64 = 64 * 1024 * 1024;

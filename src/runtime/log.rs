@@ -27,6 +27,22 @@ pub struct ObjectFailure<'a> {
     pub error: String,
 }
 
+/// A room's sandbox went to sleep, woke, or the room expired.
+#[derive(Serialize)]
+pub struct LifecycleLog<'a> {
+    pub event: &'static str,
+    pub object: &'static str,
+    pub room: &'a str,
+    /// Archive bytes saved (sleep) or restored (wake).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(rename = "durationMs")]
+    pub duration_ms: u64,
+    /// Why the files were not kept, or what failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
 /// Writes one line.
 pub fn emit<T: Serialize>(line: &T) {
     if let Ok(line) = serde_json::to_string(line) {

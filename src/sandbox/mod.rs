@@ -2,8 +2,10 @@
 //! drives sandboxd in a container, and the typed client the rest of the
 //! Worker uses to reach it.
 
+pub mod lifecycle;
 mod object;
 mod sandboxd;
+mod saved;
 
 pub use object::Sandbox;
 

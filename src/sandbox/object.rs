@@ -1,39 +1,72 @@
-//! The Sandbox Durable Object. It owns no state of its own: the shell and the
-//! files live in sandboxd. It validates commands, finds sandboxd (its
-//! container, or `SANDBOX_URL` where there is none), and bounds every call.
+//! The Sandbox Durable Object. The shell and the files live in sandboxd; the
+//! object validates commands, finds sandboxd (its container, or
+//! `SANDBOX_URL` where there is none), bounds every call, and keeps the
+//! room's lifecycle (see `lifecycle`) with one alarm:
+//!
+//! - after `SANDBOX_IDLE_SECONDS` without a command the sandbox sleeps: its
+//!   workspace is saved as an archive in the object's storage (`saved`) and
+//!   the sandbox stopped; the next command restores the files into a fresh
+//!   sandbox first (the shell's directory, variables and processes are not
+//!   kept);
+//! - after `ROOM_TTL_SECONDS` without a command the room expires: sandbox
+//!   and archive are deleted.
+//!
+//! A sleep and a command never overlap: a command that arrives while the
+//! workspace is being saved waits for it, and a sleep that sees a command
+//! arrived while it saved keeps the sandbox running.
 //!
 //! Cleanup is final: a command that arrived before a cleanup but had not
-//! reached sandboxd when it began (waiting for its body or for the
-//! container) is not sent (409); one already in sandboxd is ended by the
-//! destroy (sandboxd cancels it, or the container goes).
+//! reached sandboxd when it began (waiting for its body, the container or a
+//! wake) is not sent (409); one already in sandboxd is ended by the destroy
+//! (sandboxd cancels it, or the container goes).
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::Duration;
 
-use worker::{durable_object, DurableObject, Env, Request, Response, State};
+use worker::{durable_object, Delay, DurableObject, Env, Request, Response, State};
 
-use super::sandboxd::{ContainerState, Sandboxd};
+use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
+use super::sandboxd::{ContainerState, Sandboxd, Saving};
+use super::saved::Saved;
+use crate::api::limits::{
+    RESTORE_MS, ROOM_TTL_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES, SANDBOX_IDLE_SECONDS,
+};
 use crate::api::route::{self, Action};
-use crate::api::wire::{sandbox_name, ExecResponse};
+use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
 use crate::api::{validate, ApiError};
-use crate::runtime::{body, respond};
+use crate::runtime::log::{self, LifecycleLog, ObjectFailure};
+use crate::runtime::{body, clock, config, respond};
+
+/// How long saving a workspace may take.
+const SAVE_MS: u64 = 60_000;
+/// How often a command checks whether a sleep in progress is over.
+const SLEEP_POLL_MS: u64 = 20;
+/// When to try a failed sleep again.
+const RETRY_MS: u64 = 60_000;
 
 #[durable_object]
 pub struct Sandbox {
     state: State,
     env: Env,
+    saved: Saved,
     container: Rc<ContainerState>,
     /// Cleanups so far.
     epoch: Cell<u64>,
+    /// A sleep is saving the workspace or stopping the sandbox.
+    sleeping: Cell<bool>,
 }
 
 impl DurableObject for Sandbox {
     fn new(state: State, env: Env) -> Self {
+        let saved = Saved::open(state.storage().sql()).expect("the sandbox tables can be created");
         Self {
             state,
             env,
+            saved,
             container: Rc::default(),
             epoch: Cell::new(0),
+            sleeping: Cell::new(false),
         }
     }
 
@@ -41,23 +74,35 @@ impl DurableObject for Sandbox {
         let outcome = self.handle(&mut req).await;
         Ok(respond::from_object("Sandbox", &req.path(), outcome))
     }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        if let Err(e) = self.on_alarm().await {
+            log::emit(&ObjectFailure {
+                object: "Sandbox",
+                path: "alarm",
+                status: e.status(),
+                error: e.to_string(),
+            });
+            self.state
+                .storage()
+                .set_alarm(Duration::from_millis(RETRY_MS))
+                .await?;
+        }
+        Response::empty()
+    }
 }
 
 impl Sandbox {
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
+        let arrived = clock::now_ms();
         let epoch = self.epoch.get();
         let (room, action) = route::room(req.method().as_ref(), &req.path())?;
         let name = sandbox_name(&room);
         match action {
             Action::Exec => {
                 let request = validate::exec_request(&body::read(req).await?)?;
-                let sandboxd = self.sandboxd()?;
-                sandboxd.start().await?;
-                // Nothing awaits between this check and the command being sent.
-                if self.epoch.get() != epoch {
-                    return Err(ApiError::CleanedUp);
-                }
-                let result = sandboxd.exec(&name, &request).await?;
+                self.touch(&room, arrived).await?;
+                let result = self.exec(&room, &name, request, arrived, epoch).await?;
                 Ok(respond::json(
                     200,
                     &ExecResponse {
@@ -69,12 +114,195 @@ impl Sandbox {
             Action::Cleanup => {
                 self.epoch.set(self.epoch.get() + 1);
                 self.sandboxd()?.destroy(&name).await?;
+                self.saved.forget()?;
+                self.state.storage().delete_alarm().await?;
                 Ok(respond::json(
                     200,
                     &serde_json::json!({ "destroyed": true }),
                 )?)
             }
             Action::SendMessage | Action::History => Err(ApiError::NotFound),
+        }
+    }
+
+    /// Runs a command, waking or starting the sandbox first, and answers by
+    /// the exec's deadline (see `lifecycle`).
+    async fn exec(
+        &self,
+        room: &str,
+        name: &str,
+        request: ExecRequest,
+        arrived: u64,
+        epoch: u64,
+    ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
+        let sandboxd = self.sandboxd()?;
+        let asleep = self.saved.state()?.is_some_and(|s| s.asleep) || self.sleeping.get();
+        let cold = asleep || sandboxd.is_cold();
+        let deadline = exec_deadline(arrived, request.timeout_ms, cold);
+        let late = || ApiError::SandboxTimeout(deadline - arrived);
+        while self.sleeping.get() {
+            if clock::now_ms() >= deadline {
+                return Err(late());
+            }
+            Delay::from(Duration::from_millis(SLEEP_POLL_MS)).await;
+        }
+        sandboxd.start(deadline).await?;
+        if self.saved.state()?.is_some_and(|s| s.asleep) {
+            self.wake(&sandboxd, room, name, deadline).await?;
+        }
+        // A warm command keeps its own limit; a cold one gets what the start left.
+        let timeout_ms = match cold {
+            false => request.timeout_ms,
+            true => {
+                command_limit(request.timeout_ms, deadline, clock::now_ms()).ok_or_else(late)?
+            }
+        };
+        // Nothing awaits between this check and the command being sent.
+        if self.epoch.get() != epoch {
+            return Err(ApiError::CleanedUp);
+        }
+        let request = ExecRequest {
+            timeout_ms,
+            ..request
+        };
+        sandboxd.exec(name, &request).await.map_err(|e| match e {
+            ApiError::SandboxTimeout(_) => late(),
+            e => e,
+        })
+    }
+
+    /// Restores a sleeping room's files into its fresh sandbox.
+    async fn wake(
+        &self,
+        sandboxd: &Sandboxd<'_>,
+        room: &str,
+        name: &str,
+        deadline: u64,
+    ) -> Result<(), ApiError> {
+        let started = clock::now_ms();
+        let bytes = self.saved.archive_bytes()?;
+        if bytes > 0 {
+            let limit = RESTORE_MS.min(deadline.saturating_sub(started)).max(1);
+            sandboxd.restore(name, self.saved.chunks()?, limit).await?;
+        }
+        self.saved.clear_archive()?;
+        self.saved.set_asleep(false)?;
+        log::emit(&LifecycleLog {
+            event: "wake",
+            object: "Sandbox",
+            room,
+            bytes: Some(bytes),
+            duration_ms: clock::now_ms() - started,
+            note: None,
+        });
+        Ok(())
+    }
+
+    /// Records a command of `room` at `now` and sets the alarm from it.
+    async fn touch(&self, room: &str, now: u64) -> Result<(), ApiError> {
+        self.saved.touch(room, now)?;
+        let asleep = self.saved.state()?.is_some_and(|s| s.asleep);
+        let at = self.timing().next_alarm(now, asleep);
+        self.state
+            .storage()
+            .set_alarm(Duration::from_millis(at.saturating_sub(now)))
+            .await?;
+        Ok(())
+    }
+
+    async fn on_alarm(&self) -> Result<(), ApiError> {
+        let Some(room) = self.saved.state()? else {
+            return Ok(());
+        };
+        let timing = self.timing();
+        let now = clock::now_ms();
+        match timing.due(now, room.last_used, room.asleep) {
+            Due::Expire => return self.expire(&room.room, room.asleep).await,
+            Due::Sleep => self.sleep(&room.room, room.last_used).await?,
+            Due::Nothing => {}
+        }
+        if let Some(room) = self.saved.state()? {
+            let at = timing.next_alarm(room.last_used, room.asleep);
+            self.state
+                .storage()
+                .set_alarm(Duration::from_millis(at.saturating_sub(clock::now_ms())))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Saves the workspace and stops the sandbox, unless a command or a
+    /// cleanup came meanwhile.
+    async fn sleep(&self, room: &str, last_used: u64) -> Result<(), ApiError> {
+        let started = clock::now_ms();
+        let epoch = self.epoch.get();
+        let name = sandbox_name(room);
+        let sandboxd = self.sandboxd()?;
+        self.sleeping.set(true);
+        self.saved.clear_archive()?;
+        let max = config::number(
+            &self.env,
+            "SANDBOX_ARCHIVE_MAX_BYTES",
+            SANDBOX_ARCHIVE_MAX_BYTES,
+            u64::MAX,
+        );
+        let saving = sandboxd
+            .save(&name, max, SAVE_MS, |chunk| self.saved.append_chunk(chunk))
+            .await;
+        let used_meanwhile = self.saved.state()?.map(|s| s.last_used) != Some(last_used);
+        if used_meanwhile || self.epoch.get() != epoch || saving.is_err() {
+            self.sleeping.set(false);
+            self.saved.clear_archive()?;
+            return saving.map(|_| ());
+        }
+        let note = match saving {
+            Ok(Saving::TooLarge) => {
+                self.saved.clear_archive()?;
+                Some(format!(
+                    "the workspace's archive is over SANDBOX_ARCHIVE_MAX_BYTES ({max} bytes): its files were not kept"
+                ))
+            }
+            _ => None,
+        };
+        let stopped = sandboxd.destroy(&name).await;
+        self.sleeping.set(false);
+        stopped?;
+        self.saved.set_asleep(true)?;
+        log::emit(&LifecycleLog {
+            event: "sleep",
+            object: "Sandbox",
+            room,
+            bytes: Some(self.saved.archive_bytes()?),
+            duration_ms: clock::now_ms() - started,
+            note,
+        });
+        Ok(())
+    }
+
+    /// Deletes the sandbox (a sleeping one is already stopped) and
+    /// everything saved of the room.
+    async fn expire(&self, room: &str, asleep: bool) -> Result<(), ApiError> {
+        let started = clock::now_ms();
+        self.epoch.set(self.epoch.get() + 1);
+        if !asleep {
+            self.sandboxd()?.destroy(&sandbox_name(room)).await?;
+        }
+        self.saved.forget()?;
+        log::emit(&LifecycleLog {
+            event: "expire",
+            object: "Sandbox",
+            room,
+            bytes: None,
+            duration_ms: clock::now_ms() - started,
+            note: None,
+        });
+        Ok(())
+    }
+
+    fn timing(&self) -> Timing {
+        Timing {
+            idle_ms: config::seconds_as_ms(&self.env, "SANDBOX_IDLE_SECONDS", SANDBOX_IDLE_SECONDS),
+            ttl_ms: config::seconds_as_ms(&self.env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS),
         }
     }
 

@@ -4,7 +4,10 @@
 //! - `GET /health` answers `ok` once it listens;
 //! - `POST /v1/sandboxes/{name}/exec` with `{"cmd", "timeoutMs"}` runs one
 //!   command and answers the result the public exec route returns;
-//! - `DELETE /v1/sandboxes/{name}` ends the shell and removes its files.
+//! - `DELETE /v1/sandboxes/{name}` ends the shell and removes its files;
+//! - `GET /v1/sandboxes/{name}/archive?maxBytes=N` answers the workspace as
+//!   a gzipped tar (413 when larger than `N`, 404 when there is none);
+//! - `PUT /v1/sandboxes/{name}/archive` replaces the workspace with one.
 //!
 //! In production sandboxd runs in this object's container, which is started
 //! on demand and polled (with backoff, for at most [`CONTAINER_START_MS`])
@@ -21,13 +24,15 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
 use worker::{
-    wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch,
-    Method, Request, Response, State,
+    js_sys, wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env,
+    Fetch, Method, Request, Response, State,
 };
 
+use super::saved::CHUNK_BYTES;
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
@@ -77,8 +82,8 @@ impl<'a> Sandboxd<'a> {
         Ok(Self { place, state })
     }
 
-    /// Runs one command; sandboxd's answer comes back as it was sent, checked
-    /// to be a JSON object but not rebuilt.
+    /// Runs one command in a started sandbox; sandboxd's answer comes back as
+    /// it was sent, checked to be a JSON object but not rebuilt.
     pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<Box<RawValue>, ApiError> {
         let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
         let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
@@ -86,7 +91,7 @@ impl<'a> Sandboxd<'a> {
             .call(
                 Method::Post,
                 &format!("/v1/sandboxes/{name}/exec"),
-                Some(body),
+                Some(JsValue::from_str(&body)),
                 limit,
             )
             .await?;
@@ -131,14 +136,105 @@ impl<'a> Sandboxd<'a> {
         Ok(())
     }
 
+    /// Streams the workspace of `name`, as a gzipped tar of at most
+    /// `max_bytes`, into `keep` chunk by chunk; answers the bytes kept, or
+    /// what stopped it. Nothing is kept whole in memory.
+    pub async fn save(
+        &self,
+        name: &str,
+        max_bytes: u64,
+        limit_ms: u64,
+        mut keep: impl FnMut(Vec<u8>) -> worker::Result<()>,
+    ) -> Result<Saving, ApiError> {
+        if matches!(&self.place, Place::Container(c) if !c.running()) {
+            return Ok(Saving::Nothing);
+        }
+        let path = format!("/v1/sandboxes/{name}/archive?maxBytes={max_bytes}");
+        let saving = async {
+            let mut response = match self.send_within(Method::Get, &path, None, limit_ms).await {
+                Some(Ok(response)) => response,
+                Some(Err(e)) => {
+                    return Err(ApiError::SandboxFailed(format!(
+                        "cannot reach sandboxd: {e}"
+                    )))
+                }
+                None => return Err(ApiError::SandboxTimeout(limit_ms)),
+            };
+            match response.status_code() {
+                200 => {}
+                404 => return Ok(Saving::Nothing),
+                413 => return Ok(Saving::TooLarge),
+                status => {
+                    let why = internal::error_of(response).await;
+                    return Err(ApiError::SandboxFailed(format!(
+                        "sandboxd answered {status} to the archive: {why}"
+                    )));
+                }
+            }
+            let mut stream = response.stream()?;
+            let mut chunk = Vec::with_capacity(CHUNK_BYTES);
+            let mut total = 0u64;
+            while let Some(bytes) = stream.next().await {
+                let bytes = bytes?;
+                total += bytes.len() as u64;
+                if total > max_bytes {
+                    return Ok(Saving::TooLarge);
+                }
+                for piece in bytes.chunks(CHUNK_BYTES) {
+                    let room = CHUNK_BYTES - chunk.len();
+                    let (now, later) = piece.split_at(piece.len().min(room));
+                    chunk.extend_from_slice(now);
+                    if chunk.len() == CHUNK_BYTES {
+                        keep(std::mem::replace(
+                            &mut chunk,
+                            Vec::with_capacity(CHUNK_BYTES),
+                        ))?;
+                    }
+                    chunk.extend_from_slice(later);
+                }
+            }
+            if !chunk.is_empty() {
+                keep(chunk)?;
+            }
+            Ok(Saving::Saved(total))
+        };
+        timeout::within(limit_ms, saving)
+            .await
+            .ok_or(ApiError::SandboxTimeout(limit_ms))?
+    }
+
+    /// Replaces the workspace of a started sandbox with the archive made of
+    /// `chunks`, in order. The archive goes as one `Blob`, which JavaScript
+    /// holds, not this object's memory.
+    pub async fn restore(
+        &self,
+        name: &str,
+        chunks: impl Iterator<Item = worker::Result<Vec<u8>>>,
+        limit_ms: u64,
+    ) -> Result<(), ApiError> {
+        let parts = js_sys::Array::new();
+        for chunk in chunks {
+            parts.push(&js_sys::Uint8Array::from(chunk?.as_slice()));
+        }
+        let blob = web_sys::Blob::new_with_u8_array_sequence(&parts)
+            .map_err(|e| ApiError::Internal(format!("cannot hold the archive: {e:?}")))?;
+        self.call(
+            Method::Put,
+            &format!("/v1/sandboxes/{name}/archive"),
+            Some(blob.into()),
+            limit_ms,
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn call(
         &self,
         method: Method,
         path: &str,
-        body: Option<String>,
+        body: Option<JsValue>,
         limit_ms: u64,
     ) -> Result<Response, ApiError> {
-        self.start().await?;
         let response = match self.send_within(method, path, body, limit_ms).await {
             Some(Ok(response)) => response,
             outcome => {
@@ -171,7 +267,7 @@ impl<'a> Sandboxd<'a> {
         &self,
         method: Method,
         path: &str,
-        body: Option<String>,
+        body: Option<JsValue>,
         limit_ms: u64,
     ) -> Option<worker::Result<Response>> {
         let controller = AbortController::default();
@@ -197,14 +293,14 @@ impl<'a> Sandboxd<'a> {
         &self,
         method: Method,
         path: &str,
-        body: Option<String>,
+        body: Option<JsValue>,
         signal: &AbortSignal,
     ) -> worker::Result<Request> {
         let init = web_sys::RequestInit::new();
         init.set_method(method.as_ref());
         init.set_signal(Some(signal));
         if let Some(body) = body {
-            init.set_body(&JsValue::from_str(&body));
+            init.set_body(&body);
         }
         let url = match &self.place {
             Place::Container(_) => format!("{CONTAINER_ORIGIN}{path}"),
@@ -213,10 +309,19 @@ impl<'a> Sandboxd<'a> {
         Ok(web_sys::Request::new_with_str_and_init(&url, &init)?.into())
     }
 
-    /// Starts the container if needed and waits until sandboxd answers. A
-    /// container that runs but never answers is destroyed, so the next call
-    /// starts a fresh one.
-    pub async fn start(&self) -> Result<(), ApiError> {
+    /// Whether a command now would have to wait for a container to start.
+    pub fn is_cold(&self) -> bool {
+        match &self.place {
+            Place::Container(container) => !(self.state.ready.get() && container.running()),
+            Place::Url(_) => false,
+        }
+    }
+
+    /// Starts the container if needed and waits until sandboxd answers, for
+    /// at most [`CONTAINER_START_MS`] and never past `deadline` (epoch ms).
+    /// A container that runs but never answers is destroyed, so the next
+    /// call starts a fresh one.
+    pub async fn start(&self, deadline: u64) -> Result<(), ApiError> {
         let Place::Container(container) = &self.place else {
             return Ok(());
         };
@@ -229,7 +334,8 @@ impl<'a> Sandboxd<'a> {
             })?;
         }
         self.watch(container);
-        let deadline = clock::now_ms() + CONTAINER_START_MS;
+        let started = clock::now_ms();
+        let deadline = deadline.min(started + CONTAINER_START_MS);
         let mut pauses = start_pauses();
         while clock::now_ms() < deadline {
             if !container.running() {
@@ -247,7 +353,8 @@ impl<'a> Sandboxd<'a> {
         }
         self.stop(container).await?;
         Err(ApiError::SandboxUnavailable(format!(
-            "the container did not answer within {CONTAINER_START_MS} ms"
+            "the container did not answer within {} ms",
+            deadline - started
         )))
     }
 
@@ -281,6 +388,17 @@ impl<'a> Sandboxd<'a> {
         self.state.ready.set(false);
         Ok(())
     }
+}
+
+/// What became of saving a workspace.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Saving {
+    /// The archive was kept; its size in bytes.
+    Saved(u64),
+    /// There was no workspace (or no running container) to save.
+    Nothing,
+    /// The archive was over the cap; whatever was kept of it is to be dropped.
+    TooLarge,
 }
 
 /// The longest pause between two health checks of a starting container.

@@ -68,7 +68,7 @@ for (const backend of ["workers-ai", "openai"]) {
     test("the model sees non-zero exit codes and stderr, more of them than the room", async () => {
       const r = room();
       const since = callCount();
-      const cmd = "printf 'x%.0s' $(seq 1500) >&2; exit 3";
+      const cmd = "printf 'x%.0s' $(seq 1500) >&2; (exit 3)";
       const res = await worker.api("POST", `${r}/message`, { text: `steps ${cmd}` });
       assert.equal(res.status, 200, res.text);
       assert.match(res.json.reply, /^Let me check\.\n\nOutput \(printf .*\):\nx{500}\n\nsaw: \(empty\)$/);

@@ -36,12 +36,15 @@ describe("sandbox exec, <run> tags and cleanup", () => {
   });
 
   test("a failing command is still a 200, with its exit code and stderr", async () => {
-    const res = await exec(newRoom(), "echo out; echo err >&2; exit 3");
+    const res = await exec(newRoom(), "echo out; echo err >&2; (exit 3)");
     assert.equal(res.status, 200);
     assert.deepEqual(
       [res.json.result.stdout, res.json.result.stderr, res.json.result.exitCode, res.json.result.success],
       ["out\n", "err\n", 3, false],
     );
+    const exited = await exec(newRoom(), "echo err >&2; exit 4");
+    assert.equal(exited.json.result.exitCode, 4);
+    assert.match(exited.json.result.stderr, /^err\nsandboxd: the shell ended \(it exited with code 4\); the next command starts in a fresh shell/, "exit says the shell was replaced");
   });
 
   test("files, working directory and environment persist between commands", async () => {

@@ -61,6 +61,8 @@ const MIN_API_VERSION = "1.24";
 const ENTRYPOINTS = {
   // The Duet sandbox image.
   sandboxd: ({ port, root }) => [path.join(ROOT, "target/release/sandboxd"), ["--listen", `127.0.0.1:${port}`, "--root", root]],
+  // The sandbox image on a slow machine: sandboxd answers only after 8 s.
+  "slow-sandboxd": ({ port, root }) => ["sh", ["-c", 'sleep 8; exec "$0" "$@"', path.join(ROOT, "target/release/sandboxd"), "--listen", `127.0.0.1:${port}`, "--root", root]],
   // A broken build: listens on 8080 and never answers.
   silent: ({ port }) => [process.execPath, ["-e", `require("net").createServer(() => {}).listen(${port}, "127.0.0.1")`]],
   // A broken build: never listens.
@@ -96,7 +98,8 @@ function humanDuration(ms) {
 
 /**
  * Starts the stand-in. `images` maps image names to an entrypoint kind
- * ("sandboxd", "silent", "deaf"); the egress image is always known.
+ * ("sandboxd", "slow-sandboxd", "silent", "deaf"); the egress image is
+ * always known.
  */
 export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE } = {}) {
   const dir = tempDir("docker");

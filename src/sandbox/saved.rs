@@ -1,0 +1,131 @@
+//! What the Sandbox object keeps in its own SQLite storage: the room it
+//! serves (an alarm comes with no request to name it), when the room last
+//! ran a command, whether its sandbox sleeps, and a sleeping room's
+//! workspace as a compressed archive in chunks of [`CHUNK_BYTES`] (a SQLite
+//! row holds at most 2 MB).
+//!
+//! The archive lives with the object that needs it, costs no other binding,
+//! and goes when the object's storage is deleted. Each statement is
+//! synchronous, so no other request of the object interleaves with one.
+
+use worker::{SqlStorage, SqlStorageValue};
+
+/// Bytes per stored chunk of an archive.
+pub const CHUNK_BYTES: usize = 1024 * 1024;
+
+/// The room's clock and sleep state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomState {
+    pub room: String,
+    pub last_used: u64,
+    pub asleep: bool,
+}
+
+pub struct Saved {
+    sql: SqlStorage,
+}
+
+impl Saved {
+    pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS room (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                name TEXT NOT NULL,
+                last_used INTEGER NOT NULL,
+                asleep INTEGER NOT NULL
+            )",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)",
+            None,
+        )?;
+        Ok(Self { sql })
+    }
+
+    pub fn state(&self) -> worker::Result<Option<RoomState>> {
+        #[derive(serde::Deserialize)]
+        struct Row {
+            name: String,
+            last_used: i64,
+            asleep: i64,
+        }
+        let rows: Vec<Row> = self
+            .sql
+            .exec(
+                "SELECT name, last_used, asleep FROM room WHERE id = 1",
+                None,
+            )?
+            .to_array()?;
+        Ok(rows.into_iter().next().map(|row| RoomState {
+            room: row.name,
+            last_used: row.last_used.max(0) as u64,
+            asleep: row.asleep != 0,
+        }))
+    }
+
+    /// Records a use of `room` at `now`, keeping the sleep state.
+    pub fn touch(&self, room: &str, now: u64) -> worker::Result<()> {
+        self.sql.exec(
+            "INSERT INTO room (id, name, last_used, asleep) VALUES (1, ?, ?, 0)
+             ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used",
+            vec![room.into(), SqlStorageValue::Integer(now as i64)],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_asleep(&self, asleep: bool) -> worker::Result<()> {
+        self.sql.exec(
+            "UPDATE room SET asleep = ? WHERE id = 1",
+            vec![SqlStorageValue::Integer(i64::from(asleep))],
+        )?;
+        Ok(())
+    }
+
+    /// Appends the next chunk of the archive being saved.
+    pub fn append_chunk(&self, chunk: Vec<u8>) -> worker::Result<()> {
+        self.sql.exec(
+            "INSERT INTO archive (seq, bytes) VALUES ((SELECT COUNT(*) FROM archive), ?)",
+            vec![SqlStorageValue::Blob(chunk)],
+        )?;
+        Ok(())
+    }
+
+    /// The saved archive's chunks, in order.
+    pub fn chunks(&self) -> worker::Result<impl Iterator<Item = worker::Result<Vec<u8>>>> {
+        let cursor = self
+            .sql
+            .exec("SELECT bytes FROM archive ORDER BY seq", None)?;
+        Ok(cursor.raw().map(|row| match row?.into_iter().next() {
+            Some(SqlStorageValue::Blob(bytes)) => Ok(bytes),
+            _ => Err(worker::Error::RustError(
+                "an archive chunk is not a blob".into(),
+            )),
+        }))
+    }
+
+    /// Bytes of archive stored.
+    pub fn archive_bytes(&self) -> worker::Result<u64> {
+        #[derive(serde::Deserialize)]
+        struct Row {
+            bytes: Option<i64>,
+        }
+        let row: Row = self
+            .sql
+            .exec("SELECT SUM(LENGTH(bytes)) AS bytes FROM archive", None)?
+            .one()?;
+        Ok(row.bytes.unwrap_or(0).max(0) as u64)
+    }
+
+    pub fn clear_archive(&self) -> worker::Result<()> {
+        self.sql.exec("DELETE FROM archive", None)?;
+        Ok(())
+    }
+
+    /// Forgets everything: the room, its clock and its archive.
+    pub fn forget(&self) -> worker::Result<()> {
+        self.sql.exec("DELETE FROM archive", None)?;
+        self.sql.exec("DELETE FROM room", None)?;
+        Ok(())
+    }
+}

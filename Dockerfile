@@ -17,9 +17,18 @@ RUN cargo build --release -p sandboxd --locked \
     && install -m 0755 target/release/sandboxd /usr/local/bin/sandboxd
 
 FROM debian:bookworm-slim
+# What a pair-programming room needs to clone, build and test a project:
+# git and curl; C and C++ (build-essential, pkg-config: also what native
+# Python and Node packages compile with); Python with pip and venv; Node.js
+# with npm; and the usual archive and text tools. Go and Rust toolchains are
+# large and versioned per project: a room installs the one it needs.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        bash ca-certificates coreutils curl git python3 tini \
+        bash ca-certificates coreutils curl git tini \
+        build-essential pkg-config \
+        python3 python3-pip python3-venv \
+        nodejs npm \
+        jq less procps unzip xz-utils zip file \
     && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --shell /bin/bash sandbox \
     && mkdir /workspace \

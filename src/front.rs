@@ -1,15 +1,16 @@
-//! The Worker's front door: it checks the token, routes, bounds the body and
-//! hands the request to the room's Durable Object (DuetAgent, or Sandbox for
-//! exec). It knows nothing of storage, models or shells.
+//! The Worker's front door: it checks the token, routes, refuses a body
+//! declared too large and hands the request itself, body unread, to the
+//! room's Durable Object (DuetAgent, or Sandbox for exec), which reads the
+//! body within the same bound. It knows nothing of storage, models or shells.
 
 use worker::{Env, Request, Response, Stub};
 
 use crate::api::route::{self, Action, Route};
 use crate::api::{auth, ApiError};
 use crate::runtime::log::{self, RequestLog};
-use crate::runtime::{body, clock, config, internal, respond};
+use crate::runtime::{body, clock, config, respond};
 
-pub async fn handle(mut req: Request, env: Env) -> Response {
+pub async fn handle(req: Request, env: Env) -> Response {
     let started = clock::now_ms();
     // The method as sent: `worker::Method` reads methods it does not know as GET.
     let method = req.inner().method();
@@ -21,7 +22,7 @@ pub async fn handle(mut req: Request, env: Env) -> Response {
         Err(_) => ("unknown", None),
     };
     let outcome = match check_token(&req, &env, &path).and(routed) {
-        Ok(route) => dispatch(&mut req, &env, route).await,
+        Ok(route) => dispatch(req, &env, route).await,
         Err(e) => Err(e),
     };
     let error = outcome.as_ref().err().map(ToString::to_string);
@@ -51,21 +52,16 @@ fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn dispatch(req: &mut Request, env: &Env, route: Route) -> Result<Response, ApiError> {
+async fn dispatch(req: Request, env: &Env, route: Route) -> Result<Response, ApiError> {
     let Route::Room { room, action } = route else {
         return Ok(Response::ok("ok")?);
     };
-    let body = match action.has_body() {
-        true => Some(body::read(req).await?),
-        false => None,
-    };
-    internal::send(
-        &room_object(env, &room, action)?,
-        req.method(),
-        &req.path(),
-        body.as_deref(),
-    )
-    .await
+    if action.has_body() {
+        body::check_declared_length(&req)?;
+    }
+    Ok(room_object(env, &room, action)?
+        .fetch_with_request(req)
+        .await?)
 }
 
 /// The object that serves `action` for `room`.

@@ -41,6 +41,10 @@ pub struct DuetAgent {
     env: Env,
     /// Cleanups so far (see the module docs).
     epoch: Cell<u64>,
+    /// When this instance last wrote the room's last use.
+    touched: Cell<Option<u64>>,
+    /// This instance has set the expiry alarm.
+    alarm_set: Cell<bool>,
 }
 
 impl DurableObject for DuetAgent {
@@ -51,6 +55,8 @@ impl DurableObject for DuetAgent {
             store,
             env,
             epoch: Cell::new(0),
+            touched: Cell::new(None),
+            alarm_set: Cell::new(false),
         }
     }
 
@@ -71,10 +77,13 @@ impl DurableObject for DuetAgent {
                 .storage()
                 .set_alarm(Duration::from_millis(expires - now))
                 .await?;
+            self.alarm_set.set(true);
             return Response::empty();
         }
+        self.alarm_set.set(false);
         self.epoch.set(self.epoch.get() + 1);
         self.store.clear()?;
+        self.touched.set(None);
         log::emit(&LifecycleLog {
             event: "expire",
             object: "DuetAgent",
@@ -150,12 +159,28 @@ impl DuetAgent {
     }
 
     /// Records a use of the room and sets its expiry alarm from it.
+    /// The room's last use is written at most once per tenth of its time to
+    /// live (and at least once a minute), and the alarm set once per object
+    /// instance: when it fires early it is set again from the last use. So a
+    /// busy room pays for neither on most requests.
     async fn touch(&self, room: &str) -> Result<(), ApiError> {
-        self.store.touch(room, clock::now_ms())?;
-        self.state
-            .storage()
-            .set_alarm(Duration::from_millis(room_ttl_ms(&self.env)))
-            .await?;
+        let now = clock::now_ms();
+        let ttl = room_ttl_ms(&self.env);
+        let step = (ttl / 10).min(60_000);
+        if self
+            .touched
+            .get()
+            .is_none_or(|at| now.saturating_sub(at) >= step)
+        {
+            self.store.touch(room, now)?;
+            self.touched.set(Some(now));
+        }
+        if !self.alarm_set.replace(true) {
+            self.state
+                .storage()
+                .set_alarm(Duration::from_millis(ttl))
+                .await?;
+        }
         Ok(())
     }
 
@@ -170,6 +195,8 @@ impl DuetAgent {
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
         self.epoch.set(self.epoch.get() + 1);
         self.store.clear()?;
+        self.touched.set(None);
+        self.alarm_set.set(false);
         self.state.storage().delete_alarm().await?;
         let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await
         {

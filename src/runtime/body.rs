@@ -9,15 +9,22 @@ use worker::Request;
 use crate::api::limits::MAX_BODY_BYTES;
 use crate::api::ApiError;
 
-pub async fn read(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+/// Refuses a body whose declared length is over the limit, unread.
+pub fn check_declared_length(req: &Request) -> Result<Option<u64>, ApiError> {
     let declared = req
         .headers()
         .get("content-length")?
         // u64: on wasm32 a usize would not hold a length of 4 GiB or more.
         .and_then(|len| len.trim().parse::<u64>().ok());
-    if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
-        return Err(ApiError::PayloadTooLarge);
+    match declared {
+        Some(len) if len > MAX_BODY_BYTES as u64 => Err(ApiError::PayloadTooLarge),
+        _ => Ok(declared),
     }
+}
+
+/// The whole body, at most [`MAX_BODY_BYTES`].
+pub async fn read(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    let declared = check_declared_length(req)?;
     let mut body = Vec::with_capacity(declared.map_or(0, |len| len as usize));
     let Ok(mut stream) = req.stream() else {
         return Ok(body); // no body at all

@@ -55,6 +55,8 @@ pub struct Sandbox {
     epoch: Cell<u64>,
     /// A sleep is saving the workspace or stopping the sandbox.
     sleeping: Cell<bool>,
+    /// This instance has set the lifecycle alarm.
+    alarm_set: Cell<bool>,
 }
 
 impl DurableObject for Sandbox {
@@ -67,6 +69,7 @@ impl DurableObject for Sandbox {
             container: Rc::default(),
             epoch: Cell::new(0),
             sleeping: Cell::new(false),
+            alarm_set: Cell::new(false),
         }
     }
 
@@ -115,6 +118,7 @@ impl Sandbox {
                 self.epoch.set(self.epoch.get() + 1);
                 self.sandboxd()?.destroy(&name).await?;
                 self.saved.forget()?;
+                self.alarm_set.set(false);
                 self.state.storage().delete_alarm().await?;
                 Ok(respond::json(
                     200,
@@ -198,15 +202,22 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Records a command of `room` at `now` and sets the alarm from it.
+    /// Records a command of `room` at `now`. The alarm is set once per
+    /// object instance; when it fires early it is set again from the last
+    /// use, so a busy room pays for it only now and then (as for the last
+    /// use, written every tenth of the idle time, at most once a minute).
     async fn touch(&self, room: &str, now: u64) -> Result<(), ApiError> {
-        self.saved.touch(room, now)?;
-        let asleep = self.saved.state()?.is_some_and(|s| s.asleep);
-        let at = self.timing().next_alarm(now, asleep);
-        self.state
-            .storage()
-            .set_alarm(Duration::from_millis(at.saturating_sub(now)))
-            .await?;
+        let timing = self.timing();
+        self.saved
+            .touch(room, now, (timing.idle_ms / 10).min(60_000))?;
+        if !self.alarm_set.replace(true) {
+            let asleep = self.saved.state()?.is_some_and(|s| s.asleep);
+            let at = timing.next_alarm(now, asleep);
+            self.state
+                .storage()
+                .set_alarm(Duration::from_millis(at.saturating_sub(now)))
+                .await?;
+        }
         Ok(())
     }
 
@@ -217,7 +228,10 @@ impl Sandbox {
         let timing = self.timing();
         let now = clock::now_ms();
         match timing.due(now, room.last_used, room.asleep) {
-            Due::Expire => return self.expire(&room.room, room.asleep).await,
+            Due::Expire => {
+                self.alarm_set.set(false);
+                return self.expire(&room.room, room.asleep).await;
+            }
             Due::Sleep => self.sleep(&room.room, room.last_used).await?,
             Due::Nothing => {}
         }
@@ -227,6 +241,7 @@ impl Sandbox {
                 .storage()
                 .set_alarm(Duration::from_millis(at.saturating_sub(clock::now_ms())))
                 .await?;
+            self.alarm_set.set(true);
         }
         Ok(())
     }

@@ -7,6 +7,12 @@
 //! The archive lives with the object that needs it, costs no other binding,
 //! and goes when the object's storage is deleted. Each statement is
 //! synchronous, so no other request of the object interleaves with one.
+//!
+//! The room's state is also kept in memory (the object is its only writer),
+//! and a busy room's last use is written only every `step` milliseconds:
+//! after a restart the clocks may run from up to one step earlier.
+
+use std::cell::RefCell;
 
 use worker::{SqlStorage, SqlStorageValue};
 
@@ -23,6 +29,14 @@ pub struct RoomState {
 
 pub struct Saved {
     sql: SqlStorage,
+    /// The room's state as last read or written, and the last use stored.
+    cache: RefCell<Option<Cached>>,
+}
+
+#[derive(Clone)]
+struct Cached {
+    state: Option<RoomState>,
+    stored_last_used: u64,
 }
 
 impl Saved {
@@ -40,10 +54,25 @@ impl Saved {
             "CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)",
             None,
         )?;
-        Ok(Self { sql })
+        Ok(Self {
+            sql,
+            cache: RefCell::default(),
+        })
     }
 
     pub fn state(&self) -> worker::Result<Option<RoomState>> {
+        if let Some(cached) = &*self.cache.borrow() {
+            return Ok(cached.state.clone());
+        }
+        let state = self.stored_state()?;
+        *self.cache.borrow_mut() = Some(Cached {
+            stored_last_used: state.as_ref().map_or(0, |s| s.last_used),
+            state: state.clone(),
+        });
+        Ok(state)
+    }
+
+    fn stored_state(&self) -> worker::Result<Option<RoomState>> {
         #[derive(serde::Deserialize)]
         struct Row {
             name: String,
@@ -64,13 +93,33 @@ impl Saved {
         }))
     }
 
-    /// Records a use of `room` at `now`, keeping the sleep state.
-    pub fn touch(&self, room: &str, now: u64) -> worker::Result<()> {
-        self.sql.exec(
-            "INSERT INTO room (id, name, last_used, asleep) VALUES (1, ?, ?, 0)
-             ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used",
-            vec![room.into(), SqlStorageValue::Integer(now as i64)],
-        )?;
+    /// Records a use of `room` at `now`, keeping the sleep state; stored
+    /// when the room is new or `step` ms passed since the stored use.
+    pub fn touch(&self, room: &str, now: u64, step: u64) -> worker::Result<()> {
+        let state = self.state()?;
+        let stored = self
+            .cache
+            .borrow()
+            .as_ref()
+            .map_or(0, |c| c.stored_last_used);
+        let known = state.as_ref().is_some_and(|s| s.room == room);
+        let store = !known || now.saturating_sub(stored) >= step;
+        if store {
+            self.sql.exec(
+                "INSERT INTO room (id, name, last_used, asleep) VALUES (1, ?, ?, 0)
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used",
+                vec![room.into(), SqlStorageValue::Integer(now as i64)],
+            )?;
+        }
+        let written = if store { now } else { stored };
+        *self.cache.borrow_mut() = Some(Cached {
+            state: Some(RoomState {
+                room: room.to_owned(),
+                last_used: now,
+                asleep: state.is_some_and(|s| s.asleep),
+            }),
+            stored_last_used: written,
+        });
         Ok(())
     }
 
@@ -79,6 +128,12 @@ impl Saved {
             "UPDATE room SET asleep = ? WHERE id = 1",
             vec![SqlStorageValue::Integer(i64::from(asleep))],
         )?;
+        if let Some(Cached {
+            state: Some(state), ..
+        }) = &mut *self.cache.borrow_mut()
+        {
+            state.asleep = asleep;
+        }
         Ok(())
     }
 
@@ -126,6 +181,10 @@ impl Saved {
     pub fn forget(&self) -> worker::Result<()> {
         self.sql.exec("DELETE FROM archive", None)?;
         self.sql.exec("DELETE FROM room", None)?;
+        *self.cache.borrow_mut() = Some(Cached {
+            state: None,
+            stored_last_used: 0,
+        });
         Ok(())
     }
 }

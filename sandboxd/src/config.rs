@@ -42,6 +42,13 @@ struct Args {
     /// for never
     #[arg(long, value_name = "N", default_value_t = 900)]
     idle_shell_secs: u64,
+    /// Largest gzipped workspace archive sent or accepted
+    #[arg(long, value_name = "BYTES", default_value_t = 64 * 1024 * 1024, value_parser = positive())]
+    max_archive_bytes: u64,
+    /// Most bytes a restored archive may unpack to, tar headers included
+    /// [default: 4 × --max-archive-bytes]
+    #[arg(long, value_name = "BYTES", value_parser = positive())]
+    max_restore_bytes: Option<u64>,
 }
 
 /// Far beyond any machine, and within what tokio's semaphore can count.
@@ -62,6 +69,8 @@ pub struct Config {
     pub max_sessions: usize,
     /// `None`: shells are never ended for being idle.
     pub idle_shell: Option<Duration>,
+    pub max_archive_bytes: u64,
+    pub max_restore_bytes: u64,
 }
 
 /// Parses the command line, program name first. `--help` and `--version`
@@ -98,6 +107,10 @@ where
         max_sessions: usize::try_from(args.max_sessions)
             .map_err(|_| too_large("--max-sessions"))?,
         idle_shell: (args.idle_shell_secs > 0).then(|| Duration::from_secs(args.idle_shell_secs)),
+        max_archive_bytes: args.max_archive_bytes,
+        max_restore_bytes: args
+            .max_restore_bytes
+            .unwrap_or(args.max_archive_bytes.saturating_mul(4)),
     })
 }
 
@@ -138,6 +151,8 @@ mod tests {
                 },
                 max_sessions: 64,
                 idle_shell: Some(Duration::from_secs(900)),
+                max_archive_bytes: 64 << 20,
+                max_restore_bytes: 256 << 20,
             }
         );
     }
@@ -158,6 +173,9 @@ mod tests {
             "--max-sessions=3",
             "--idle-shell-secs",
             "60",
+            "--max-archive-bytes=1000",
+            "--max-restore-bytes",
+            "3000",
         ])
         .unwrap();
         assert_eq!(config.listen.port(), 8080);
@@ -179,6 +197,12 @@ mod tests {
         );
         assert_eq!(config.max_sessions, 3);
         assert_eq!(config.idle_shell, Some(Duration::from_secs(60)));
+        assert_eq!(
+            (config.max_archive_bytes, config.max_restore_bytes),
+            (1000, 3000)
+        );
+        let config = parse_strs(&["--listen=127.0.0.1:1", "--root=x", "--max-archive-bytes=7"]);
+        assert_eq!(config.unwrap().max_restore_bytes, 28, "4 × the archive cap");
     }
 
     #[test]
@@ -234,6 +258,8 @@ mod tests {
             "--max-file-bytes=-1",
             "--max-procs=lots",
             "--idle-shell-secs=-5",
+            "--max-archive-bytes=0",
+            "--max-restore-bytes=0",
         ] {
             let args: Vec<&str> = base.iter().copied().chain([bad]).collect();
             let (kind, msg) = err(&args);

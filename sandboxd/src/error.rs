@@ -17,7 +17,13 @@ pub enum Error {
         allowed: &'static str,
     },
     #[error("request body is larger than {limit} bytes")]
-    BodyTooLarge { limit: usize },
+    BodyTooLarge { limit: u64 },
+    #[error("sandbox {0} has no workspace")]
+    NoWorkspace(String),
+    #[error("the workspace's archive would be larger than {cap} bytes")]
+    ArchiveTooLarge { cap: u64 },
+    #[error("archive refused: it unpacks to more than {limit} bytes (--max-restore-bytes)")]
+    RestoreTooLarge { limit: u64 },
     #[error("sandbox {0} was destroyed before the command started")]
     DestroyedBeforeStart(String),
     #[error("workspace {}: {source}", path.display())]
@@ -37,9 +43,11 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::NotFound(_) | Error::NoWorkspace(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Error::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::BodyTooLarge { .. }
+            | Error::ArchiveTooLarge { .. }
+            | Error::RestoreTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Error::DestroyedBeforeStart(_) => StatusCode::CONFLICT,
             Error::TooManyShells { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Workspace { .. } | Error::Spawn(_) | Error::Internal(_) => {

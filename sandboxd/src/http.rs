@@ -1,16 +1,25 @@
 //! HTTP routes and the JSON wire types the worker's Durable Object speaks.
 //!
 //! ```text
-//! GET    /health                        200 "ok"
-//! POST   /v1/sandboxes/{name}/exec      {"cmd", "timeoutMs"?} -> ExecResult
-//! DELETE /v1/sandboxes/{name}           {"destroyed": true}
+//! GET    /health                                 200 "ok"
+//! POST   /v1/sandboxes/{name}/exec               {"cmd", "timeoutMs"?} -> ExecResult
+//! DELETE /v1/sandboxes/{name}                    {"destroyed": true}
+//! GET    /v1/sandboxes/{name}/archive?maxBytes=N the workspace as a gzipped tar
+//! PUT    /v1/sandboxes/{name}/archive            gzipped tar -> {"restored", "files", "bytes"}
 //! ```
 //! Every error is `{"error": "..."}` with the status from [`Error::status`].
+//!
+//! Archives are streamed both ways: an archive is sent from the file it
+//! was built in, and a restore's body is unpacked as it arrives (see
+//! `archive`), counted and cut off past `--max-archive-bytes`.
 
 use std::convert::Infallible;
+use std::io::{self, Read};
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::channel::Channel;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
@@ -19,18 +28,25 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 
 use crate::error::Error;
 use crate::sandboxes::Sandboxes;
 use crate::timestamp::iso8601_millis;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Chunks of a streamed body in flight at once.
+const CHUNKS_IN_FLIGHT: usize = 8;
+const FILE_CHUNK: usize = 64 * 1024;
 
 pub struct App {
     pub sandboxes: Arc<Sandboxes>,
     pub default_timeout_ms: u64,
     pub max_timeout_ms: u64,
+    pub max_archive_bytes: u64,
+    pub max_restore_bytes: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,10 +74,11 @@ struct ExecResult {
 enum Route<'a> {
     Health,
     Exec(&'a str),
+    Archive(&'a str),
     Sandbox(&'a str),
 }
 
-type Body = Full<Bytes>;
+type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves HTTP/1.1 (keep-alive included) on one accepted connection.
 pub async fn serve_connection(stream: TcpStream, app: Arc<App>) {
@@ -93,9 +110,11 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
     let allowed = match route {
         Route::Health => "GET",
         Route::Exec(_) => "POST",
+        Route::Archive(_) => "GET, PUT",
         Route::Sandbox(_) => "DELETE",
     };
-    if req.method().as_str() != allowed {
+    let method = req.method().as_str();
+    if !allowed.split(", ").any(|m| m == method) {
         return Err(Error::MethodNotAllowed {
             method: req.method().to_string(),
             allowed,
@@ -104,7 +123,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
     match route {
         Route::Health => Ok(Response::builder()
             .header(CONTENT_TYPE, "text/plain; charset=utf-8")
-            .body(Body::from("ok"))
+            .body(full("ok"))
             .map_err(|e| Error::Internal(e.to_string()))?),
         Route::Exec(name) => {
             let request = parse_exec(&read_body(req).await?)?;
@@ -134,6 +153,40 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
                 },
             ))
         }
+        Route::Archive(name) if req.method() == hyper::Method::GET => {
+            let cap = match max_bytes(req.uri().query())? {
+                Some(asked) => asked.min(app.max_archive_bytes),
+                None => app.max_archive_bytes,
+            };
+            let (file, len) = app.sandboxes.archive(name, cap).await?;
+            Response::builder()
+                .header(CONTENT_TYPE, "application/gzip")
+                .header(CONTENT_LENGTH, len)
+                .body(send_file(file))
+                .map_err(|e| Error::Internal(e.to_string()))
+        }
+        Route::Archive(name) => {
+            let limit = app.max_archive_bytes;
+            if declared_length(&req).is_some_and(|len| len > limit) {
+                return Err(Error::BodyTooLarge { limit });
+            }
+            let (chunks, body) = BodyReader::new();
+            let (received, restored) = tokio::join!(
+                forward(req.into_body(), chunks, limit),
+                app.sandboxes.restore(name, body, app.max_restore_bytes),
+            );
+            // A body cut off or broken off fails the restore too; say why.
+            received?;
+            let restored = restored?;
+            Ok(json(
+                StatusCode::OK,
+                &serde_json::json!({
+                    "restored": true,
+                    "files": restored.files,
+                    "bytes": restored.bytes,
+                }),
+            ))
+        }
         Route::Sandbox(name) => {
             app.sandboxes.destroy(name).await?;
             Ok(json(
@@ -152,19 +205,22 @@ fn route(path: &str) -> Option<Route<'_>> {
     match rest.split_once('/') {
         None => Some(Route::Sandbox(rest)),
         Some((name, "exec")) => Some(Route::Exec(name)),
+        Some((name, "archive")) => Some(Route::Archive(name)),
         Some(_) => None,
     }
 }
 
+fn declared_length(req: &Request<Incoming>) -> Option<u64> {
+    req.headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+}
+
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, Error> {
     let too_large = Error::BodyTooLarge {
-        limit: MAX_BODY_BYTES,
+        limit: MAX_BODY_BYTES as u64,
     };
-    let declared = req
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+    if declared_length(&req).is_some_and(|len| len > MAX_BODY_BYTES as u64) {
         return Err(too_large);
     }
     match Limited::new(req.into_body(), MAX_BODY_BYTES)
@@ -198,10 +254,128 @@ fn parse_exec(body: &[u8]) -> Result<ExecRequest, Error> {
     Ok(request)
 }
 
+/// `maxBytes`, the only query parameter an archive takes.
+fn max_bytes(query: Option<&str>) -> Result<Option<u64>, Error> {
+    let mut max = None;
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let value = match pair.split_once('=') {
+            Some(("maxBytes", value)) => value,
+            _ => {
+                return Err(Error::BadRequest(format!(
+                    "unknown query parameter {pair:?}; only maxBytes is accepted"
+                )))
+            }
+        };
+        let bytes = value
+            .parse()
+            .ok()
+            .filter(|n: &u64| *n > 0)
+            .ok_or_else(|| Error::BadRequest("maxBytes must be a positive integer".into()))?;
+        max = Some(bytes);
+    }
+    Ok(max)
+}
+
+/// A body streamed from `file`. A read error ends it short of its
+/// Content-Length, which the client sees as a broken response.
+fn send_file(file: std::fs::File) -> Body {
+    let (mut sender, body) = Channel::new(CHUNKS_IN_FLIGHT);
+    tokio::spawn(async move {
+        let mut file = tokio::fs::File::from_std(file);
+        let mut buf = vec![0; FILE_CHUNK];
+        while let Ok(n @ 1..) = file.read(&mut buf).await {
+            if sender
+                .send_data(Bytes::copy_from_slice(&buf[..n]))
+                .await
+                .is_err()
+            {
+                break; // the client is gone
+            }
+        }
+    });
+    body.boxed()
+}
+
+/// Passes the request body on to a [`BodyReader`] as it arrives, counting
+/// it: past `limit` bytes it stops reading and fails both sides. Once the
+/// reader has given up, the rest is still read (up to `limit`), so that the
+/// client, still sending, gets the answer.
+async fn forward(
+    mut body: Incoming,
+    chunks: mpsc::Sender<io::Result<Bytes>>,
+    limit: u64,
+) -> Result<(), Error> {
+    let mut received = 0u64;
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_) => continue, // trailers
+            },
+            Err(e) => {
+                let _ = chunks
+                    .send(Err(io::Error::other("the body broke off")))
+                    .await;
+                return Err(Error::BadRequest(format!(
+                    "could not read the request body: {e}"
+                )));
+            }
+        };
+        received += data.len() as u64;
+        if received > limit {
+            let _ = chunks
+                .send(Err(io::Error::other("the body is too large")))
+                .await;
+            return Err(Error::BodyTooLarge { limit });
+        }
+        let _ = chunks.send(Ok(data)).await;
+    }
+    Ok(())
+}
+
+/// A request body as a blocking reader, for the thread that unpacks it.
+struct BodyReader {
+    chunks: mpsc::Receiver<io::Result<Bytes>>,
+    chunk: Bytes,
+}
+
+impl BodyReader {
+    fn new() -> (mpsc::Sender<io::Result<Bytes>>, Self) {
+        let (sender, chunks) = mpsc::channel(CHUNKS_IN_FLIGHT);
+        let reader = BodyReader {
+            chunks,
+            chunk: Bytes::new(),
+        };
+        (sender, reader)
+    }
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(chunk) => self.chunk = chunk?,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+}
+
+fn full(body: impl Into<Bytes>) -> Body {
+    Full::new(body.into()).boxed()
+}
+
 fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
     // Serializing these plain structs cannot fail.
     let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut response = Response::new(Body::from(body));
+    let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response
         .headers_mut()
@@ -218,12 +392,35 @@ mod tests {
         assert_eq!(route("/health"), Some(Route::Health));
         assert_eq!(route("/v1/sandboxes/r1/exec"), Some(Route::Exec("r1")));
         assert_eq!(route("/v1/sandboxes/r1"), Some(Route::Sandbox("r1")));
+        assert_eq!(
+            route("/v1/sandboxes/r1/archive"),
+            Some(Route::Archive("r1"))
+        );
         assert_eq!(route("/v1/sandboxes//exec"), Some(Route::Exec("")));
         assert_eq!(route("/v1/sandboxes/r1/run"), None);
         assert_eq!(route("/v1/sandboxes/r1/exec/x"), None);
         assert_eq!(route("/v1/sandboxes"), None);
         assert_eq!(route("/"), None);
         assert_eq!(route("/health/"), None);
+    }
+
+    #[test]
+    fn parses_max_bytes() {
+        assert_eq!(max_bytes(None).ok(), Some(None));
+        assert_eq!(max_bytes(Some("")).ok(), Some(None));
+        assert_eq!(max_bytes(Some("maxBytes=10")).ok(), Some(Some(10)));
+        for bad in [
+            "maxBytes=0",
+            "maxBytes=-1",
+            "maxBytes=x",
+            "maxBytes",
+            "max=1",
+        ] {
+            assert!(
+                matches!(max_bytes(Some(bad)), Err(Error::BadRequest(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

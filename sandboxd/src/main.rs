@@ -5,6 +5,7 @@
 //! This file holds startup and shutdown; see `http` for the protocol and
 //! `session` for how the shell is driven.
 
+mod archive;
 mod config;
 mod error;
 mod http;
@@ -66,6 +67,7 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
     std::fs::create_dir_all(&config.root).map_err(root_error)?;
     // Absolute, so HOME and cwd of every shell are too.
     let root = config.root.canonicalize().map_err(root_error)?;
+    workspace::remove_leftovers(&root);
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
@@ -85,6 +87,8 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         sandboxes: Arc::clone(&sandboxes),
         default_timeout_ms: config.default_timeout_ms,
         max_timeout_ms: config.max_timeout_ms,
+        max_archive_bytes: config.max_archive_bytes,
+        max_restore_bytes: config.max_restore_bytes,
     });
     eprintln!("sandboxd listening on {local}");
 

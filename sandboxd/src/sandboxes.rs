@@ -1,13 +1,17 @@
 //! The sandboxes by name: a workspace and at most one live shell each.
 //!
 //! Commands of one sandbox run one at a time in arrival order (a fair
-//! mutex); different sandboxes run in parallel. Each command and each
-//! destroy runs in a task of its own, so a client hanging up mid-command
-//! cannot leave a shell half-way through a command.
+//! mutex); different sandboxes run in parallel. Archiving and restoring a
+//! workspace take their turn in the same queue, so they see and replace it
+//! between commands. Each of these and each destroy runs in a task of its
+//! own, so a client hanging up cannot leave a shell half-way through a
+//! command or a workspace half-way through a restore.
 //!
 //! Destroy ends the running command, fails commands queued before it with
 //! [`Error::DestroyedBeforeStart`], and leaves commands arriving after it to
-//! start on a fresh workspace.
+//! start on a fresh workspace. A restore ends the sandbox's shell only once
+//! the archive was accepted, and the next command's stderr says so, as
+//! after an idle shell.
 //!
 //! Shells cost memory and processes, so at most `max_shells` sandboxes hold
 //! one. A sandbox takes its place with its first shell and keeps it when
@@ -18,12 +22,16 @@
 //! [`Error::TooManyShells`].
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::future::Future;
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
+use crate::archive::{self, Restored};
 use crate::error::Error;
 use crate::rlimits::Limits;
 use crate::session::{End, Outcome, Session};
@@ -107,9 +115,7 @@ impl Sandboxes {
     ) -> Result<Outcome, Error> {
         validate_name(name)?;
         let (this, name) = (Arc::clone(self), name.to_string());
-        tokio::spawn(async move { this.exec_in_order(&name, &cmd, timeout).await })
-            .await
-            .map_err(|e| Error::Internal(format!("command task failed: {e}")))?
+        detached(async move { this.exec_in_order(&name, &cmd, timeout).await }).await
     }
 
     /// Ends the sandbox's shell and everything it started, and removes its
@@ -117,9 +123,29 @@ impl Sandboxes {
     pub async fn destroy(self: &Arc<Self>, name: &str) -> Result<(), Error> {
         validate_name(name)?;
         let (this, name) = (Arc::clone(self), name.to_string());
-        tokio::spawn(async move { this.destroy_in_order(&name).await })
-            .await
-            .map_err(|e| Error::Internal(format!("destroy task failed: {e}")))?
+        detached(async move { this.destroy_in_order(&name).await }).await
+    }
+
+    /// The gzipped tar of the sandbox's workspace, in an unlinked file, and
+    /// its size; [`Error::ArchiveTooLarge`] past `cap` bytes.
+    pub async fn archive(self: &Arc<Self>, name: &str, cap: u64) -> Result<(File, u64), Error> {
+        validate_name(name)?;
+        let (this, name) = (Arc::clone(self), name.to_string());
+        detached(async move { this.archive_in_order(&name, cap).await }).await
+    }
+
+    /// Replaces the sandbox's workspace with the gzipped tar read from
+    /// `body`, unpacking at most `limit` bytes, and ends its shell; a
+    /// refused archive changes nothing.
+    pub async fn restore(
+        self: &Arc<Self>,
+        name: &str,
+        body: impl Read + Send + 'static,
+        limit: u64,
+    ) -> Result<Restored, Error> {
+        validate_name(name)?;
+        let (this, name) = (Arc::clone(self), name.to_string());
+        detached(async move { this.restore_in_order(&name, body, limit).await }).await
     }
 
     /// Ends every command and shell (workspaces stay).
@@ -153,10 +179,7 @@ impl Sandboxes {
             previous => {
                 if shell.place.is_none() {
                     let Ok(place) = Arc::clone(&self.places).try_acquire_owned() else {
-                        // Keep the entry if it still has something to say.
-                        if shell.ended.is_none() {
-                            self.forget_if_unused(name, &sandbox);
-                        }
+                        self.forget_if_unused(name, &sandbox, &shell);
                         return Err(Error::TooManyShells {
                             max: self.settings.max_shells,
                         });
@@ -201,8 +224,54 @@ impl Sandboxes {
         let mut shell = sandbox.shell.lock().await;
         *shell = Shell::new();
         let removed = workspace::remove(self.workspace(name)).await;
-        self.forget_if_unused(name, &sandbox);
+        self.forget_if_unused(name, &sandbox, &shell);
         removed
+    }
+
+    async fn archive_in_order(&self, name: &str, cap: u64) -> Result<(File, u64), Error> {
+        let sandbox = self.entry(name);
+        let shell = sandbox.shell.lock().await;
+        let path = self.workspace(name);
+        let missing = Error::NoWorkspace(name.to_string());
+        let packed = workspace::blocking(move || {
+            if !std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+                return Err(missing);
+            }
+            archive::pack(&path, &workspace::scratch(&path, "archive"), cap)
+        })
+        .await;
+        self.forget_if_unused(name, &sandbox, &shell);
+        packed
+    }
+
+    async fn restore_in_order(
+        &self,
+        name: &str,
+        body: impl Read + Send + 'static,
+        limit: u64,
+    ) -> Result<Restored, Error> {
+        let sandbox = self.entry(name);
+        let mut shell = sandbox.shell.lock().await;
+        let path = self.workspace(name);
+        let staged = workspace::scratch(&path, "restore");
+        let unpacked = {
+            let staged = staged.clone();
+            workspace::blocking(move || archive::unpack(body, &staged, limit)).await
+        };
+        let restored = match unpacked {
+            Ok(restored) => {
+                // Dropping a session kills it.
+                if shell.session.take().is_some() {
+                    shell.ended = Some(End::Restored);
+                }
+                workspace::blocking(move || workspace::replace(&path, &staged))
+                    .await
+                    .map(|()| restored)
+            }
+            failed => failed,
+        };
+        self.forget_if_unused(name, &sandbox, &shell);
+        restored
     }
 
     /// Ends the shells no command has used for `idle`, giving their places
@@ -223,9 +292,13 @@ impl Sandboxes {
         }
     }
 
-    /// Forgets the entry unless another request is holding or waiting on
+    /// Forgets the entry if it holds nothing (no shell, no place, no note
+    /// for the next command) and no other request is holding or waiting on
     /// it (the map holds one reference and the caller one).
-    fn forget_if_unused(&self, name: &str, sandbox: &Arc<Sandbox>) {
+    fn forget_if_unused(&self, name: &str, sandbox: &Arc<Sandbox>, shell: &Shell) {
+        if shell.session.is_some() || shell.place.is_some() || shell.ended.is_some() {
+            return;
+        }
         let mut entries = self.entries();
         if Arc::strong_count(sandbox) == 2 {
             entries.remove(name);
@@ -252,6 +325,16 @@ impl Sandboxes {
     fn workspace(&self, name: &str) -> PathBuf {
         self.settings.root.join(name)
     }
+}
+
+/// Runs `task` in a task of its own, to its end even if the caller is
+/// dropped.
+async fn detached<T: Send + 'static>(
+    task: impl Future<Output = Result<T, Error>> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::spawn(task)
+        .await
+        .map_err(|e| Error::Internal(format!("sandbox task failed: {e}")))?
 }
 
 /// Checks for idle shells a few times per `idle`, so one is ended at most

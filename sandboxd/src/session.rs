@@ -199,6 +199,8 @@ pub enum End {
     Busy,
     /// No command came for this long.
     Idle(Duration),
+    /// Its workspace was replaced by a restored archive.
+    Restored,
 }
 
 /// Which streams lack their marker.
@@ -249,6 +251,7 @@ impl fmt::Display for End {
                 GRACE.as_millis()
             ),
             End::Idle(idle) => write!(f, "it was idle for {} s", idle.as_secs()),
+            End::Restored => f.write_str("its workspace was restored from an archive"),
         }
     }
 }

@@ -103,21 +103,46 @@ impl Server {
 
     /// Writes `request` bytes as they are and parses the response.
     pub fn send(&self, request: &[u8]) -> (u16, Vec<u8>) {
+        let (status, _, body) = self.send_with_head(request);
+        (status, body)
+    }
+
+    /// Like `send`, also returning the response's status line and headers.
+    pub fn send_with_head(&self, request: &[u8]) -> (u16, String, Vec<u8>) {
         let mut stream = TcpStream::connect(self.addr).expect("connect");
         stream.write_all(request).expect("send request");
         let mut response = Vec::new();
         stream.read_to_end(&mut response).expect("read response");
-        let split = response
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .expect("end of headers");
-        let status_line = String::from_utf8_lossy(&response[..split]);
-        let status = status_line
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .expect("status code");
-        (status, response[split + 4..].to_vec())
+        split_response(&response)
+    }
+
+    /// Sends `body` chunked (without Content-Length), in chunks of `chunk`
+    /// bytes, from a thread of its own so that a server answering before
+    /// the end is seen; returns the response.
+    pub fn chunked(&self, method: &str, path: &str, body: &[u8], chunk: usize) -> (u16, Vec<u8>) {
+        let mut stream = TcpStream::connect(self.addr).expect("connect");
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: sandboxd\r\nConnection: close\r\n\
+             Transfer-Encoding: chunked\r\n\r\n"
+        );
+        let mut request = head.into_bytes();
+        for piece in body.chunks(chunk) {
+            request.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+            request.extend_from_slice(piece);
+            request.extend_from_slice(b"\r\n");
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        let mut writer = stream.try_clone().expect("clone stream");
+        // The server may stop reading and answer first: ignore write errors.
+        let sending = thread::spawn(move || {
+            let _ = writer.write_all(&request);
+        });
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).expect("read response");
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        sending.join().expect("sender");
+        let (status, _, body) = split_response(&response);
+        (status, body)
     }
 
     pub fn json(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
@@ -194,6 +219,21 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Status, status line and headers, and body of a raw HTTP/1.1 response.
+fn split_response(response: &[u8]) -> (u16, String, Vec<u8>) {
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("end of headers");
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    (status, head, response[split + 4..].to_vec())
 }
 
 /// True once `pid` no longer runs (gone, or a zombie nobody reaped yet),

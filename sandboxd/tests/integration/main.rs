@@ -1,6 +1,7 @@
 //! Integration tests: the real sandboxd binary driving real bash.
 
 mod api;
+mod archive;
 mod breakage;
 mod harness;
 mod limits;

@@ -30,7 +30,13 @@ ensure_build_tools() {
     || { echo "Node.js 22.12 or newer is needed (found $(node --version))" >&2; exit 1; }
 }
 
-# The Go compiler decodes responses as the Duet Go server does (tests/go).
+# The Go compiler decodes responses as the Duet Go server does (tests/go);
+# Chromium shows the web page to the browser tests (tests/e2e/page.test.mjs).
 ensure_test_tools() {
-  command -v go >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null; }
+  local missing=()
+  command -v go >/dev/null || missing+=(golang-go)
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
 }

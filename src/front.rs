@@ -6,9 +6,10 @@
 use worker::{Env, Request, Response, Stub};
 
 use crate::api::route::{self, Action, Route};
-use crate::api::{auth, ApiError};
+use crate::api::{auth, live, ApiError};
 use crate::runtime::log::{self, RequestLog};
 use crate::runtime::{body, clock, config, respond};
+use crate::web;
 
 pub async fn handle(req: Request, env: Env) -> Response {
     let started = clock::now_ms();
@@ -18,6 +19,7 @@ pub async fn handle(req: Request, env: Env) -> Response {
     let routed = route::parse(&method, &path);
     let (route_name, room) = match &routed {
         Ok(Route::Health) => ("health", None),
+        Ok(Route::Page(_)) => ("page", None),
         Ok(Route::Room { room, action }) => (action.name(), Some(room.clone())),
         Err(_) => ("unknown", None),
     };
@@ -38,14 +40,21 @@ pub async fn handle(req: Request, env: Env) -> Response {
     response
 }
 
-/// With `DUET_API_TOKEN` set, `/api/` needs `Authorization: Bearer <token>`.
+/// With `DUET_API_TOKEN` set, `/api/` needs `Authorization: Bearer <token>`;
+/// a WebSocket may offer the token as a subprotocol instead (browsers cannot
+/// set headers on one; see `api::live`).
 fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
     let Some(token) = config::get(env, "DUET_API_TOKEN").filter(|_| path.starts_with("/api/"))
     else {
         return Ok(());
     };
     let header = req.headers().get("authorization")?;
-    if auth::authorized(header.as_deref(), &token) {
+    let offered = req
+        .headers()
+        .get("sec-websocket-protocol")?
+        .and_then(|protocols| live::token_from_protocols(&protocols));
+    let by_protocol = offered.is_some_and(|offered| auth::same_token(&offered, &token));
+    if by_protocol || auth::authorized(header.as_deref(), &token) {
         Ok(())
     } else {
         Err(ApiError::Unauthorized)
@@ -53,11 +62,19 @@ fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
 }
 
 async fn dispatch(req: Request, env: &Env, route: Route) -> Result<Response, ApiError> {
-    let Route::Room { room, action } = route else {
-        return Ok(Response::ok("ok")?);
+    let (room, action) = match route {
+        Route::Health => return Ok(Response::ok("ok")?),
+        Route::Page(page) => return Ok(web::serve(&page)?),
+        Route::Room { room, action } => (room, action),
     };
     if action.has_body() {
         body::check_declared_length(&req)?;
+    }
+    if action == Action::Live {
+        let upgrade = req.headers().get("upgrade")?;
+        if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case("websocket")) {
+            return Err(ApiError::NotAWebSocket);
+        }
     }
     Ok(room_object(env, &room, action)?
         .fetch_with_request(req)
@@ -67,7 +84,8 @@ async fn dispatch(req: Request, env: &Env, route: Route) -> Result<Response, Api
 /// The object that serves `action` for `room`.
 fn room_object(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
     Ok(match action {
-        Action::Exec => crate::sandbox::sandbox_stub(env, room)?,
+        // The Sandbox object holds the live feed (see `sandbox::feed`).
+        Action::Exec | Action::Live => crate::sandbox::sandbox_stub(env, room)?,
         _ => env.durable_object("DUET_AGENT")?.get_by_name(room)?,
     })
 }

@@ -16,6 +16,7 @@ pub mod front;
 pub mod runtime;
 pub mod sandbox;
 pub mod text;
+pub mod web;
 
 pub use agent::DuetAgent;
 pub use sandbox::Sandbox;

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use duet_cf_worker::api::error::{FieldErrors, ENDPOINTS};
 use duet_cf_worker::api::limits::*;
-use duet_cf_worker::api::route::{self, Action, Route};
+use duet_cf_worker::api::route::{self, Action, Page, Route};
 use duet_cf_worker::api::ApiError;
 use serde_json::{json, Value};
 
@@ -65,6 +65,8 @@ fn every_error() -> Vec<ApiError> {
         ApiError::PayloadTooLarge,
         ApiError::UnreadableBody(String::new()),
         ApiError::CleanedUp,
+        ApiError::NotAWebSocket,
+        ApiError::TooManyWatchers(0),
         ApiError::AiUnavailable(String::new()),
         ApiError::AiFailed(String::new()),
         ApiError::AiTimeout(0),
@@ -84,6 +86,8 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::PayloadTooLarge
             | ApiError::UnreadableBody(_)
             | ApiError::CleanedUp
+            | ApiError::NotAWebSocket
+            | ApiError::TooManyWatchers(_)
             | ApiError::AiUnavailable(_)
             | ApiError::AiFailed(_)
             | ApiError::AiTimeout(_)
@@ -179,8 +183,11 @@ fn request_fields() {
     assert_eq!(timeout["default"], EXEC_DEFAULT_TIMEOUT_MS);
     // "Not blank after trimming": Rust's str::trim removes Unicode White_Space.
     let not_blank = r"[^\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
-    assert_eq!(message["properties"]["text"]["pattern"], not_blank);
-    assert_eq!(message["properties"]["userId"]["pattern"], not_blank);
+    // Chat text also loses its control characters (text::without_controls).
+    let chat_not_blank =
+        r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+    assert_eq!(message["properties"]["text"]["pattern"], chat_not_blank);
+    assert_eq!(message["properties"]["userId"]["pattern"], chat_not_blank);
     let no_nul = not_blank.replacen("[^", r"[^\u0000", 1);
     assert_eq!(
         exec["properties"]["cmd"]["pattern"],
@@ -233,6 +240,11 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             .unwrap_or_else(|e| panic!("{method} {path} is not a route: {e}"));
         let expected = match (method.as_str(), path.as_str()) {
             ("GET" | "HEAD", "/health") => Route::Health,
+            ("GET", "/") => Route::Page(Page::Home),
+            ("GET", "/rooms/{roomId}") => Route::Page(Page::Room("r1".into())),
+            ("GET", "/assets/duet.css") => Route::Page(Page::Style),
+            ("GET", "/assets/duet.js") => Route::Page(Page::Script),
+            ("GET", "/api/rooms/{roomId}/live") => room(Action::Live),
             (_, "/api/rooms/{roomId}/message" | "/api/rooms/{roomId}/messages")
                 if method == "POST" =>
             {

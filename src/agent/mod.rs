@@ -16,17 +16,19 @@ mod store;
 use std::cell::Cell;
 use std::time::Duration;
 
-use worker::{durable_object, DurableObject, Env, Request, Response, State};
+use worker::{durable_object, DurableObject, Env, Method, Request, Response, State};
 
 use crate::api::limits::ROOM_TTL_SECONDS;
+use crate::api::live::Event;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
     CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
+use crate::runtime::internal;
 use crate::runtime::log::{self, LifecycleLog};
 use crate::runtime::{body, clock, config, respond};
-use crate::sandbox::SandboxStub;
+use crate::sandbox::{sandbox_stub, SandboxStub};
 use store::Store;
 
 /// How long a room lives after its last use.
@@ -99,7 +101,7 @@ impl DurableObject for DuetAgent {
 impl DuetAgent {
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
         let (room, action) = route::room(req.method().as_ref(), &req.path())?;
-        if action != Action::Cleanup {
+        if matches!(action, Action::SendMessage | Action::History) {
             self.touch(&room).await?;
         }
         match action {
@@ -114,15 +116,59 @@ impl DuetAgent {
                 },
             )?),
             Action::Cleanup => self.cleanup(&room).await,
-            Action::Exec => Err(ApiError::NotFound),
+            Action::Watching => {
+                let on = body::read(req).await? == b"true";
+                self.store.set_watching(on)?;
+                Ok(Response::empty()?)
+            }
+            Action::Exec | Action::Live | Action::Publish => Err(ApiError::NotFound),
         }
     }
 
     async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
         let started = clock::now_ms();
+        let user = Message {
+            role: Role::User,
+            user_id: request.user_id,
+            text: request.text,
+            ts: started as i64,
+        };
+        // Watchers see the message at once, and its reply when it is stored.
+        let watched = self.store.watching()?;
+        if watched {
+            self.publish(room, &Event::Message { message: &user }).await;
+        }
+        let agent = match self.exchange(room, &user).await {
+            Ok(agent) => agent,
+            Err(e) => {
+                if watched {
+                    let error = e.to_string();
+                    self.publish(room, &Event::Failed { error: &error }).await;
+                }
+                return Err(e);
+            }
+        };
+        if watched {
+            self.publish(room, &Event::Message { message: &agent })
+                .await;
+        }
+        let messages = self.store.recent()?;
+        Ok(respond::json(
+            200,
+            &MessageResponse {
+                reply: &agent.text,
+                messages: &messages,
+            },
+        )?)
+    }
+
+    /// Runs the exchange for `user` and stores it; answers the agent's
+    /// message.
+    async fn exchange(&self, room: &str, user: &Message) -> Result<Message, ApiError> {
         let epoch = self.epoch.get();
         let history = self.store.recent()?;
-        let done = exchange::run(&self.env, room, &history, &request.text, started, || {
+        let started = user.ts as u64;
+        let done = exchange::run(&self.env, room, &history, &user.text, started, || {
             self.still_current(epoch)
         })
         .await?;
@@ -134,28 +180,24 @@ impl DuetAgent {
             ));
         }
         self.still_current(epoch)?;
-        self.store.append(&[
-            Message {
-                role: Role::User,
-                user_id: request.user_id,
-                text: request.text,
-                ts: started as i64,
-            },
-            Message {
-                role: Role::Agent,
-                user_id: None,
-                text: reply.clone(),
-                ts: clock::now_ms() as i64,
-            },
-        ])?;
-        let messages = self.store.recent()?;
-        Ok(respond::json(
-            200,
-            &MessageResponse {
-                reply: &reply,
-                messages: &messages,
-            },
-        )?)
+        let agent = Message {
+            role: Role::Agent,
+            user_id: None,
+            text: reply,
+            ts: clock::now_ms() as i64,
+        };
+        self.store.append(&[user.clone(), agent.clone()])?;
+        Ok(agent)
+    }
+
+    /// Sends an event to the room's live feed. A feed that cannot be reached
+    /// costs the exchange nothing but the event.
+    async fn publish(&self, room: &str, event: &Event<'_>) {
+        let Ok(feed) = sandbox_stub(&self.env, room) else {
+            return;
+        };
+        let path = route::internal_path(room, Action::Publish);
+        let _ = internal::send(&feed, Method::Post, &path, Some(event.to_json().as_bytes())).await;
     }
 
     /// Records a use of the room and sets its expiry alarm from it.

@@ -9,7 +9,7 @@
 //! history in memory too, loaded once and changed in the same synchronous
 //! step as the table: a warm message reads no rows.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use worker::{SqlStorage, SqlStorageValue};
 
@@ -18,6 +18,8 @@ use crate::api::wire::{Message, Role};
 
 pub struct Store {
     sql: SqlStorage,
+    /// Whether the room's live feed has watchers, once read.
+    watching: Cell<Option<bool>>,
     /// The last [`HISTORY_LIMIT`] messages, once read.
     recent: RefCell<Option<Vec<Message>>>,
 }
@@ -42,10 +44,46 @@ impl Store {
             )",
             None,
         )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS feed (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                watching INTEGER NOT NULL
+            )",
+            None,
+        )?;
         Ok(Self {
             sql,
+            watching: Cell::new(None),
             recent: RefCell::default(),
         })
+    }
+
+    /// Whether the room's live feed has watchers (as the feed last said).
+    pub fn watching(&self) -> worker::Result<bool> {
+        if let Some(on) = self.watching.get() {
+            return Ok(on);
+        }
+        #[derive(serde::Deserialize)]
+        struct Row {
+            watching: i64,
+        }
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT watching FROM feed WHERE id = 1", None)?
+            .to_array()?;
+        let on = rows.first().is_some_and(|row| row.watching != 0);
+        self.watching.set(Some(on));
+        Ok(on)
+    }
+
+    pub fn set_watching(&self, on: bool) -> worker::Result<()> {
+        self.sql.exec(
+            "INSERT INTO feed (id, watching) VALUES (1, ?)
+             ON CONFLICT (id) DO UPDATE SET watching = excluded.watching",
+            vec![SqlStorageValue::Integer(i64::from(on))],
+        )?;
+        self.watching.set(Some(on));
+        Ok(())
     }
 
     /// Records a use of `room` at `now`.

@@ -5,6 +5,11 @@
 /// Whether an `Authorization` header carries exactly `Bearer <token>`.
 pub fn authorized(header: Option<&str>, token: &str) -> bool {
     let presented = header.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+    same_token(presented, token)
+}
+
+/// Whether a presented token is the token, compared in constant time.
+pub fn same_token(presented: &str, token: &str) -> bool {
     constant_time_eq(presented.as_bytes(), token.as_bytes())
 }
 

@@ -13,7 +13,9 @@ pub type FieldErrors = BTreeMap<&'static str, Vec<String>>;
 /// The endpoints a 404 names.
 pub const ENDPOINTS: &str = "GET /health, HEAD /health, POST /api/rooms/{roomId}/message, \
 POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
-POST /api/rooms/{roomId}/sandbox/exec, DELETE /api/rooms/{roomId}";
+POST /api/rooms/{roomId}/sandbox/exec, DELETE /api/rooms/{roomId}, \
+GET /api/rooms/{roomId}/live, GET /, GET /rooms/{roomId}, GET /assets/duet.css, \
+GET /assets/duet.js";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -35,6 +37,12 @@ pub enum ApiError {
     UnreadableBody(String),
     #[error("the room was cleaned up while this request was in flight; nothing of it was kept")]
     CleanedUp,
+    #[error(
+        "this route is a WebSocket: connect with `Upgrade: websocket` and the subprotocol duet.v1"
+    )]
+    NotAWebSocket,
+    #[error("the room has {0} watchers, the most it takes; try again later")]
+    TooManyWatchers(usize),
     #[error("no AI backend: {0}")]
     AiUnavailable(String),
     #[error("AI backend failed: {0}")]
@@ -74,10 +82,11 @@ impl ApiError {
             Self::NotFound => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::CleanedUp => 409,
+            Self::NotAWebSocket => 426,
             Self::PayloadTooLarge => 413,
             Self::Internal(_) => 500,
             Self::AiFailed(_) | Self::SandboxFailed(_) => 502,
-            Self::AiUnavailable(_) | Self::SandboxUnavailable(_) => 503,
+            Self::AiUnavailable(_) | Self::SandboxUnavailable(_) | Self::TooManyWatchers(_) => 503,
             Self::AiTimeout(_) | Self::SandboxTimeout(_) => 504,
         }
     }

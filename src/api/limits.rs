@@ -67,3 +67,10 @@ pub const ROOM_TTL_SECONDS: u64 = 3 * 24 * 3600;
 /// Default `SANDBOX_ARCHIVE_MAX_BYTES`: the largest workspace archive
 /// (gzipped) a sleeping room keeps.
 pub const SANDBOX_ARCHIVE_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Watchers a room's live feed takes at once.
+pub const MAX_WATCHERS: usize = 32;
+/// Events a watcher may be behind (sent, not acknowledged) before it is
+/// dropped as too slow, so that it never slows the room.
+pub const MAX_UNACKED_EVENTS: u64 = 256;
+/// The largest frame a watcher may send (its acknowledgements are tiny).
+pub const MAX_WATCHER_FRAME_BYTES: usize = 1024;

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod error;
 pub mod limits;
+pub mod live;
 pub mod route;
 pub mod validate;
 pub mod wire;

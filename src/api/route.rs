@@ -1,5 +1,10 @@
 //! Which endpoint a method and path name. Shared by the Worker, which uses it
 //! to pick a Durable Object, and by the objects, which use it to pick a handler.
+//!
+//! The objects also take two internal routes, under `/internal/rooms/`, by
+//! which the DuetAgent feeds the room's live feed (held by the Sandbox
+//! object) and learns whether anyone watches. The Worker never routes them:
+//! from outside they are unknown paths.
 
 use super::error::ApiError;
 use super::limits::MAX_ROOM_ID_CHARS;
@@ -11,11 +16,27 @@ pub enum Action {
     History,
     Exec,
     Cleanup,
+    /// The live feed (a WebSocket).
+    Live,
+    /// Internal: an event for the live feed.
+    Publish,
+    /// Internal: whether the live feed has watchers.
+    Watching,
+}
+
+/// The web page's parts.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Page {
+    Home,
+    Room(String),
+    Style,
+    Script,
 }
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Route {
     Health,
+    Page(Page),
     Room { room: String, action: Action },
 }
 
@@ -32,6 +53,9 @@ impl Action {
             Self::History => "history",
             Self::Exec => "exec",
             Self::Cleanup => "cleanup",
+            Self::Live => "live",
+            Self::Publish => "publish",
+            Self::Watching => "watching",
         }
     }
 }
@@ -41,9 +65,20 @@ impl Action {
 /// Order matters for callers: an unknown path is 404 whatever the method; a
 /// known path with the wrong method is 405; only then is the room id checked.
 pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
-    if path == "/health" {
+    let page = match path {
         // HEAD too: health checkers use it.
-        return allow(method, &["GET", "HEAD"], "GET, HEAD").map(|_| Route::Health);
+        "/health" => return allow(method, &["GET", "HEAD"], "GET, HEAD").map(|_| Route::Health),
+        "/" => Some(Page::Home),
+        "/assets/duet.css" => Some(Page::Style),
+        "/assets/duet.js" => Some(Page::Script),
+        _ => None,
+    };
+    if let Some(page) = page {
+        return allow(method, &["GET"], "GET").map(|_| Route::Page(page));
+    }
+    if let Some(raw_room) = path.strip_prefix("/rooms/") {
+        allow(method, &["GET"], "GET")?;
+        return Ok(Route::Page(Page::Room(room_id(raw_room)?)));
     }
     let rest = path.strip_prefix("/api/rooms/").ok_or(ApiError::NotFound)?;
     let (raw_room, tail) = rest.split_once('/').unwrap_or((rest, ""));
@@ -56,6 +91,8 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("messages", _) => return Err(ApiError::MethodNotAllowed("GET, POST")),
         ("sandbox/exec", "POST") => Action::Exec,
         ("sandbox/exec", _) => return Err(ApiError::MethodNotAllowed("POST")),
+        ("live", "GET") => Action::Live,
+        ("live", _) => return Err(ApiError::MethodNotAllowed("GET")),
         _ => return Err(ApiError::NotFound),
     };
     Ok(Route::Room {
@@ -64,13 +101,31 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
     })
 }
 
-/// A room's route, as the Durable Objects receive them; `/health` never
-/// reaches them.
+/// A room's route, as the Durable Objects receive them: the public ones, and
+/// the internal ones no outside request can reach.
 pub fn room(method: &str, path: &str) -> Result<(String, Action), ApiError> {
+    if let Some(rest) = path.strip_prefix("/internal/rooms/") {
+        let (raw_room, tail) = rest.split_once('/').ok_or(ApiError::NotFound)?;
+        let action = match (tail, method) {
+            ("publish", "POST") => Action::Publish,
+            ("watching", "PUT") => Action::Watching,
+            _ => return Err(ApiError::NotFound),
+        };
+        return Ok((room_id(raw_room)?, action));
+    }
     match parse(method, path)? {
         Route::Room { room, action } => Ok((room, action)),
-        Route::Health => Err(ApiError::NotFound),
+        Route::Health | Route::Page(_) => Err(ApiError::NotFound),
     }
+}
+
+/// The path of an internal `action` of `room`.
+pub fn internal_path(room: &str, action: Action) -> String {
+    let tail = match action {
+        Action::Publish => "publish",
+        _ => "watching",
+    };
+    format!("/internal/rooms/{room}/{tail}")
 }
 
 fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), ApiError> {
@@ -127,7 +182,7 @@ mod tests {
     fn room(method: &str, path: &str) -> (String, Action) {
         match parse(method, path).unwrap() {
             Route::Room { room, action } => (room, action),
-            Route::Health => panic!("not a room route"),
+            _ => panic!("not a room route"),
         }
     }
 
@@ -163,6 +218,50 @@ mod tests {
     }
 
     #[test]
+    fn pages_and_the_live_feed() {
+        assert_eq!(parse("GET", "/").unwrap(), Route::Page(Page::Home));
+        assert_eq!(
+            parse("GET", "/assets/duet.js").unwrap(),
+            Route::Page(Page::Script)
+        );
+        assert_eq!(
+            parse("GET", "/assets/duet.css").unwrap(),
+            Route::Page(Page::Style)
+        );
+        assert_eq!(
+            parse("GET", "/rooms/r-1").unwrap(),
+            Route::Page(Page::Room("r-1".into()))
+        );
+        assert_eq!(status("GET", "/rooms/bad%20id"), 400);
+        assert_eq!(status("POST", "/"), 405);
+        assert_eq!(status("GET", "/assets/other.js"), 404);
+        assert_eq!(
+            room("GET", "/api/rooms/r1/live"),
+            ("r1".into(), Action::Live)
+        );
+        assert_eq!(status("POST", "/api/rooms/r1/live"), 405);
+    }
+
+    #[test]
+    fn internal_routes_are_for_objects_only() {
+        for (method, action) in [("POST", Action::Publish), ("PUT", Action::Watching)] {
+            let path = internal_path("r1", action);
+            assert_eq!(super::room(method, &path).unwrap(), ("r1".into(), action));
+            assert_eq!(
+                status(method, &path),
+                404,
+                "the Worker does not route {path}"
+            );
+        }
+        assert_eq!(
+            super::room("GET", "/internal/rooms/r1/publish")
+                .unwrap_err()
+                .status(),
+            404
+        );
+    }
+
+    #[test]
     fn objects_see_only_room_routes() {
         assert_eq!(
             super::room("GET", "/api/rooms/r1/messages").unwrap(),
@@ -174,7 +273,7 @@ mod tests {
     #[test]
     fn unknown_paths_are_404() {
         for path in [
-            "/",
+            "/index.html",
             "/healthz",
             "/api",
             "/api/rooms",

@@ -34,9 +34,10 @@ pub struct MessageResponse<'a> {
     pub messages: &'a [Message],
 }
 
-#[derive(Debug, Serialize)]
-pub struct HistoryResponse<'a> {
-    pub messages: &'a [Message],
+/// `GET .../messages`: borrowed when written, owned when read.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct HistoryResponse<M> {
+    pub messages: M,
 }
 
 /// A validated `POST .../sandbox/exec` body.
@@ -71,6 +72,8 @@ pub struct ExecOutput {
     pub exit_code: i32,
     #[serde(default)]
     pub timed_out: bool,
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -149,6 +152,7 @@ mod tests {
                 stderr: String::new(),
                 exit_code: 0,
                 timed_out: false,
+                truncated: false,
             }
         );
         let sparse: ExecResponse<ExecOutput> =

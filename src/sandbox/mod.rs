@@ -2,6 +2,7 @@
 //! drives sandboxd in a container, and the typed client the rest of the
 //! Worker uses to reach it.
 
+mod feed;
 pub mod lifecycle;
 mod object;
 mod sandboxd;
@@ -57,7 +58,8 @@ impl SandboxStub {
 
     async fn exec(&self, room: &str, request: &ExecRequest) -> Outcome {
         let body = serde_json::to_vec(request).expect("an exec request serializes");
-        let path = format!("/api/rooms/{room}/sandbox/exec");
+        // The query names the command's source for the room's live feed.
+        let path = format!("/api/rooms/{room}/sandbox/exec?source=agent");
         let mut response = match internal::send(&self.0, Method::Post, &path, Some(&body)).await {
             Ok(response) => response,
             Err(e) => return Outcome::Failed(e.to_string()),

@@ -24,19 +24,24 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use worker::{durable_object, Delay, DurableObject, Env, Request, Response, State};
+use worker::{
+    durable_object, Delay, DurableObject, Env, Method, Request, Response, State, WebSocket,
+    WebSocketIncomingMessage,
+};
 
+use super::feed::Feed;
 use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
 use super::sandboxd::{ContainerState, Sandboxd, Saving};
 use super::saved::Saved;
 use crate::api::limits::{
     RESTORE_MS, ROOM_TTL_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES, SANDBOX_IDLE_SECONDS,
 };
+use crate::api::live::{self, Source};
 use crate::api::route::{self, Action};
-use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
+use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse, HistoryResponse, Message};
 use crate::api::{validate, ApiError};
 use crate::runtime::log::{self, LifecycleLog, ObjectFailure};
-use crate::runtime::{body, clock, config, respond};
+use crate::runtime::{body, clock, config, internal, respond};
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
@@ -55,6 +60,7 @@ pub struct Sandbox {
     epoch: Cell<u64>,
     /// A sleep is saving the workspace or stopping the sandbox.
     sleeping: Cell<bool>,
+    feed: Feed,
     /// This instance has set the lifecycle alarm.
     alarm_set: Cell<bool>,
 }
@@ -69,6 +75,7 @@ impl DurableObject for Sandbox {
             container: Rc::default(),
             epoch: Cell::new(0),
             sleeping: Cell::new(false),
+            feed: Feed::default(),
             alarm_set: Cell::new(false),
         }
     }
@@ -76,6 +83,38 @@ impl DurableObject for Sandbox {
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         let outcome = self.handle(&mut req).await;
         Ok(respond::from_object("Sandbox", &req.path(), outcome))
+    }
+
+    async fn websocket_message(
+        &self,
+        ws: WebSocket,
+        message: WebSocketIncomingMessage,
+    ) -> worker::Result<()> {
+        if let WebSocketIncomingMessage::String(text) = message {
+            self.feed.received(&self.state, &ws, &text);
+        }
+        Ok(())
+    }
+
+    async fn websocket_close(
+        &self,
+        ws: WebSocket,
+        code: usize,
+        _reason: String,
+        _was_clean: bool,
+    ) -> worker::Result<()> {
+        // Completes the closing handshake, whichever side began it.
+        let code = u16::try_from(code)
+            .ok()
+            .filter(|c| (1000..5000).contains(c) && *c != 1005 && *c != 1006);
+        let _ = ws.close(code.or(Some(1000)), Some("bye"));
+        self.left(&ws).await;
+        Ok(())
+    }
+
+    async fn websocket_error(&self, ws: WebSocket, _error: worker::Error) -> worker::Result<()> {
+        self.left(&ws).await;
+        Ok(())
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
@@ -96,6 +135,22 @@ impl DurableObject for Sandbox {
 }
 
 impl Sandbox {
+    /// A watcher went away; the last one tells the DuetAgent.
+    async fn left(&self, ws: &WebSocket) {
+        self.feed.closed(&self.state, ws);
+        let others = self
+            .state
+            .get_websockets()
+            .iter()
+            .filter(|other| other.as_ref() != ws.as_ref())
+            .count();
+        if others == 0 {
+            if let Some(room) = self.saved.state().ok().flatten().map(|s| s.room) {
+                self.tell_watching(&room, false).await;
+            }
+        }
+    }
+
     async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
         let arrived = clock::now_ms();
         let epoch = self.epoch.get();
@@ -103,9 +158,25 @@ impl Sandbox {
         let name = sandbox_name(&room);
         match action {
             Action::Exec => {
+                let source = match req
+                    .url()?
+                    .query_pairs()
+                    .any(|(k, v)| k == "source" && v == "agent")
+                {
+                    true => Source::Agent,
+                    false => Source::Exec,
+                };
                 let request = validate::exec_request(&body::read(req).await?)?;
                 self.touch(&room, arrived).await?;
-                let result = self.exec(&room, &name, request, arrived, epoch).await?;
+                let watched = self.feed.watchers(&self.state) > 0;
+                let id =
+                    watched.then(|| self.feed.command_started(&self.state, &request.cmd, source));
+                let result = self.exec(&room, &name, request, arrived, epoch).await;
+                if let Some(id) = &id {
+                    self.feed
+                        .command_ended(&self.state, id, result.as_ref().map(|raw| raw.get()));
+                }
+                let result = result?;
                 Ok(respond::json(
                     200,
                     &ExecResponse {
@@ -125,8 +196,49 @@ impl Sandbox {
                     &serde_json::json!({ "destroyed": true }),
                 )?)
             }
-            Action::SendMessage | Action::History => Err(ApiError::NotFound),
+            Action::Live => self.watch(&room).await,
+            Action::Publish => {
+                let event = String::from_utf8(body::read(req).await?)
+                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
+                self.feed.broadcast(&self.state, &event);
+                Ok(Response::empty()?)
+            }
+            Action::SendMessage | Action::History | Action::Watching => Err(ApiError::NotFound),
         }
+    }
+
+    /// Accepts a watcher of the room's live feed: the socket, then the stored
+    /// history (asked of the DuetAgent), then every event as it happens.
+    async fn watch(&self, room: &str) -> Result<Response, ApiError> {
+        let history_path = format!("/api/rooms/{room}/messages");
+        let agent = self.env.durable_object("DUET_AGENT")?.get_by_name(room)?;
+        let mut answer = internal::send(&agent, Method::Get, &history_path, None).await?;
+        let history: HistoryResponse<Vec<Message>> = answer.json().await?;
+        let first = self.feed.watchers(&self.state) == 0;
+        let client = self.feed.accept(&self.state, room, &history.messages)?;
+        if first {
+            self.tell_watching(room, true).await;
+        }
+        let mut response = Response::from_websocket(client)?;
+        response
+            .headers_mut()
+            .set("sec-websocket-protocol", live::PROTOCOL)?;
+        Ok(response)
+    }
+
+    /// Tells the DuetAgent whether the room has watchers, so it publishes
+    /// the room's messages only when someone sees them.
+    async fn tell_watching(&self, room: &str, on: bool) {
+        let Ok(agent) = self
+            .env
+            .durable_object("DUET_AGENT")
+            .and_then(|ns| ns.get_by_name(room))
+        else {
+            return;
+        };
+        let path = route::internal_path(room, Action::Watching);
+        let body = if on { &b"true"[..] } else { &b"false"[..] };
+        let _ = internal::send(&agent, Method::Put, &path, Some(body)).await;
     }
 
     /// Runs a command, waking or starting the sandbox first, and answers by

@@ -21,12 +21,17 @@ describe("routes and errors", () => {
   });
 
   test("unknown paths are a JSON 404 naming the endpoints", async () => {
-    for (const route of ["/", "/nope", "/api/rooms", `/api/rooms/${ROOM}/other`, "/health/x"]) {
+    for (const route of ["/index.html", "/nope", "/internal/rooms/r/publish", "/api/rooms", `/api/rooms/${ROOM}/other`, "/health/x"]) {
       const res = await worker.api("GET", route);
       assert.equal(res.status, 404, route);
       assert.match(res.json.error, /POST \/api\/rooms\/\{roomId\}\/message/);
       assert.match(res.json.error, /DELETE \/api\/rooms\/\{roomId\}/);
     }
+    // The objects' internal routes cannot be reached from outside.
+    const publish = await worker.api("POST", "/internal/rooms/r/publish", { type: "message" });
+    assert.equal(publish.status, 404);
+    const watching = await worker.api("PUT", "/internal/rooms/r/watching", "true");
+    assert.equal(watching.status, 404);
   });
 
   test("known paths with the wrong method are a JSON 405 with Allow", async () => {

@@ -101,6 +101,8 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
     logs,
     ai: standin,
     api: client(url),
+    /** Evicts a Durable Object, hibernating its WebSockets, as the runtime does to an idle one. */
+    evict: (className, name) => mf.unsafeEvictDurableObject("duet", className, { name, webSockets: "hibernate" }),
     stop: async () => {
       await mf.dispose();
       await standin?.close();

@@ -1,0 +1,202 @@
+//! The live feed of a room as plain data: the events a watcher receives, what
+//! a watcher may send, and how a browser presents the API token.
+//!
+//! Browsers cannot set headers on a WebSocket, so the token comes as a
+//! subprotocol: the page offers `duet.v1` and `duet.auth.<token as
+//! base64url>`, and the worker answers `duet.v1`. The token so never appears
+//! in a URL, where logs would keep it.
+
+use serde::{Deserialize, Serialize};
+
+use super::wire::Message;
+
+/// The subprotocol every watcher offers, and the one the worker answers.
+pub const PROTOCOL: &str = "duet.v1";
+const AUTH_PREFIX: &str = "duet.auth.";
+
+/// Where a command came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// `POST /sandbox/exec`.
+    Exec,
+    /// A `<run>` tag of the agent.
+    Agent,
+}
+
+/// What a watcher receives, one JSON text frame each, with the watcher's own
+/// sequence number added as `seq`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event<'a> {
+    /// First, on connecting: the stored history.
+    Hello {
+        room: &'a str,
+        history: &'a [Message],
+    },
+    /// A message as it is stored (a user's when the exchange starts, the
+    /// agent's when it ends).
+    Message { message: &'a Message },
+    /// An exchange failed; its user message is not kept.
+    Failed { error: &'a str },
+    /// A command starts.
+    Command {
+        id: &'a str,
+        cmd: &'a str,
+        source: Source,
+    },
+    /// Output as it is produced.
+    Output {
+        id: &'a str,
+        stream: &'a str,
+        data: &'a str,
+    },
+    /// A command ended.
+    #[serde(rename_all = "camelCase")]
+    CommandEnd {
+        id: &'a str,
+        exit_code: i32,
+        truncated: bool,
+        timed_out: bool,
+    },
+}
+
+impl Event<'_> {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("events serialize")
+    }
+}
+
+/// The frame of an event (a JSON object) for a watcher that has received
+/// `seq - 1` events before.
+pub fn frame(event: &str, seq: u64) -> String {
+    format!("{{\"seq\":{seq},{}", &event[1..])
+}
+
+/// What a watcher may send: acknowledgements of what it has shown, which is
+/// how a slow watcher is told from a fast one.
+#[derive(Debug, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromWatcher {
+    Ack { seq: u64 },
+}
+
+impl FromWatcher {
+    /// Parses a frame; `None` for anything else (ignored).
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
+
+/// Whether a `Sec-WebSocket-Protocol` header offers [`PROTOCOL`].
+pub fn offers_protocol(header: &str) -> bool {
+    header.split(',').any(|p| p.trim() == PROTOCOL)
+}
+
+/// The token a `Sec-WebSocket-Protocol` header carries, if any.
+pub fn token_from_protocols(header: &str) -> Option<String> {
+    let encoded = header
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix(AUTH_PREFIX))?;
+    String::from_utf8(base64url_decode(encoded)?).ok()
+}
+
+/// Decodes unpadded base64url (RFC 4648 §5); `None` if it is not that.
+fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    if text.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for chunk in text.as_bytes().chunks(4) {
+        let mut bits = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            bits |= value(c)? << (18 - 6 * i);
+        }
+        let bytes = bits.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::wire::Role;
+
+    #[test]
+    fn frames_carry_the_watchers_sequence_number_first() {
+        let e = Event::CommandEnd {
+            id: "c1",
+            exit_code: 2,
+            truncated: false,
+            timed_out: true,
+        };
+        assert_eq!(
+            frame(&e.to_json(), 7),
+            r#"{"seq":7,"type":"command_end","id":"c1","exitCode":2,"truncated":false,"timedOut":true}"#
+        );
+        let m = Message {
+            role: Role::User,
+            user_id: Some("ana".into()),
+            text: "hi".into(),
+            ts: 5,
+        };
+        assert_eq!(
+            frame(&Event::Message { message: &m }.to_json(), 1),
+            r#"{"seq":1,"type":"message","message":{"role":"user","userId":"ana","text":"hi","ts":5}}"#
+        );
+        let output = Event::Output {
+            id: "c1",
+            stream: "stdout",
+            data: "1\n",
+        };
+        assert_eq!(
+            frame(&output.to_json(), 2),
+            r#"{"seq":2,"type":"output","id":"c1","stream":"stdout","data":"1\n"}"#
+        );
+    }
+
+    #[test]
+    fn watchers_send_acks_only() {
+        assert_eq!(
+            FromWatcher::parse(r#"{"type":"ack","seq":12}"#),
+            Some(FromWatcher::Ack { seq: 12 })
+        );
+        for other in [
+            r#"{"type":"say","text":"x"}"#,
+            "not json",
+            r#"{"type":"ack"}"#,
+        ] {
+            assert_eq!(FromWatcher::parse(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn tokens_come_as_base64url_subprotocols() {
+        // "s3cret/with+odd=chars ü" in base64url without padding.
+        let header = "duet.v1, duet.auth.czNjcmV0L3dpdGgrb2RkPWNoYXJzIMO8";
+        assert!(offers_protocol(header));
+        assert_eq!(
+            token_from_protocols(header).as_deref(),
+            Some("s3cret/with+odd=chars ü")
+        );
+        assert_eq!(token_from_protocols("duet.v1"), None);
+        assert_eq!(token_from_protocols("duet.auth.***"), None);
+        assert_eq!(token_from_protocols("duet.auth.a"), None);
+        assert!(!offers_protocol("chat, superchat"));
+        assert_eq!(base64url_decode("").as_deref(), Some(&b""[..]));
+        assert_eq!(base64url_decode("YQ").as_deref(), Some(&b"a"[..]));
+        assert_eq!(base64url_decode("YWI").as_deref(), Some(&b"ab"[..]));
+        assert_eq!(base64url_decode("YWJj").as_deref(), Some(&b"abc"[..]));
+    }
+}

@@ -1,0 +1,189 @@
+//! The room's live feed. The Sandbox object holds the watchers' WebSockets,
+//! since command output, the bulk of what they see, is produced here; the
+//! DuetAgent publishes the room's messages to it, and is told whether anyone
+//! watches, so an unwatched room pays nothing.
+//!
+//! Sockets are accepted with the hibernation API: an idle feed costs no
+//! running object, and the sockets outlive the object's eviction. Each
+//! watcher gets its own sequence numbers and acknowledges what it has shown;
+//! one more than [`MAX_UNACKED_EVENTS`] behind is closed (code 4008), so a
+//! slow watcher never holds the room back. Counters live in memory: after an
+//! eviction they start again, which only delays noticing a slow watcher.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use worker::{State, WebSocket, WebSocketPair};
+
+use crate::api::limits::{MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES};
+use crate::api::live::{self, Event, FromWatcher, Source};
+use crate::api::wire::{ExecOutput, Message};
+use crate::api::ApiError;
+
+/// The most text one output event carries.
+const OUTPUT_EVENT_BYTES: usize = 16 * 1024;
+/// Close code for a watcher too far behind.
+const TOO_SLOW: u16 = 4008;
+/// Close code for a watcher that sent a frame too large.
+const TOO_LARGE: u16 = 1009;
+
+#[derive(Default)]
+struct Counters {
+    sent: u64,
+    acked: u64,
+}
+
+#[derive(Default)]
+pub struct Feed {
+    /// By watcher id (each socket's tag).
+    watchers: RefCell<HashMap<String, Counters>>,
+}
+
+impl Feed {
+    /// How many watchers are connected.
+    pub fn watchers(&self, state: &State) -> usize {
+        state.get_websockets().len()
+    }
+
+    /// Accepts a new watcher and sends it the stored history; answers the
+    /// client's end of the socket.
+    pub fn accept(
+        &self,
+        state: &State,
+        room: &str,
+        history: &[Message],
+    ) -> Result<WebSocket, ApiError> {
+        let watchers = self.watchers(state);
+        if watchers >= MAX_WATCHERS {
+            return Err(ApiError::TooManyWatchers(watchers));
+        }
+        let pair = WebSocketPair::new()?;
+        let id = format!(
+            "w{:016x}",
+            (worker::js_sys::Math::random() * 2f64.powi(62)) as u64
+        );
+        state.accept_websocket_with_tags(&pair.server, &[&id]);
+        self.send(&pair.server, &id, &Event::Hello { room, history }.to_json());
+        Ok(pair.client)
+    }
+
+    /// Sends an event, as JSON, to every watcher.
+    pub fn broadcast(&self, state: &State, event: &str) {
+        for ws in state.get_websockets() {
+            if let Some(id) = state.get_tags(&ws).into_iter().next() {
+                self.send(&ws, &id, event);
+            }
+        }
+    }
+
+    fn send(&self, ws: &WebSocket, id: &str, event: &str) {
+        let mut watchers = self.watchers.borrow_mut();
+        let counters = watchers.entry(id.to_owned()).or_default();
+        if counters.sent.saturating_sub(counters.acked) >= MAX_UNACKED_EVENTS {
+            watchers.remove(id);
+            let _ = ws.close(Some(TOO_SLOW), Some("too slow: acknowledge what you show"));
+            return;
+        }
+        counters.sent += 1;
+        if ws.send_with_str(live::frame(event, counters.sent)).is_err() {
+            watchers.remove(id);
+        }
+    }
+
+    /// Tells the watchers a command starts; answers its id.
+    pub fn command_started(&self, state: &State, cmd: &str, source: Source) -> String {
+        let id = format!(
+            "c{:016x}",
+            (worker::js_sys::Math::random() * 2f64.powi(62)) as u64
+        );
+        self.broadcast(
+            state,
+            &Event::Command {
+                id: &id,
+                cmd,
+                source,
+            }
+            .to_json(),
+        );
+        id
+    }
+
+    /// Tells the watchers what a command printed and how it ended, from
+    /// sandboxd's result (or why it could not run).
+    pub fn command_ended(&self, state: &State, id: &str, result: Result<&str, &ApiError>) {
+        let output: ExecOutput = match result {
+            Ok(raw) => serde_json::from_str(raw).unwrap_or_default(),
+            Err(e) => ExecOutput {
+                stderr: e.to_string(),
+                exit_code: -1,
+                ..ExecOutput::default()
+            },
+        };
+        for (stream, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+            for data in chunks(text, OUTPUT_EVENT_BYTES) {
+                self.broadcast(state, &Event::Output { id, stream, data }.to_json());
+            }
+        }
+        let end = Event::CommandEnd {
+            id,
+            exit_code: output.exit_code,
+            truncated: output.truncated,
+            timed_out: output.timed_out,
+        };
+        self.broadcast(state, &end.to_json());
+    }
+
+    /// A frame from a watcher.
+    pub fn received(&self, state: &State, ws: &WebSocket, text: &str) {
+        if text.len() > MAX_WATCHER_FRAME_BYTES {
+            let _ = ws.close(Some(TOO_LARGE), Some("frame too large"));
+            return;
+        }
+        let Some(FromWatcher::Ack { seq }) = FromWatcher::parse(text) else {
+            return;
+        };
+        if let Some(id) = state.get_tags(ws).into_iter().next() {
+            let mut watchers = self.watchers.borrow_mut();
+            let counters = watchers.entry(id).or_default();
+            counters.acked = counters.acked.max(seq.min(counters.sent));
+        }
+    }
+
+    /// A watcher went away.
+    pub fn closed(&self, state: &State, ws: &WebSocket) {
+        if let Some(id) = state.get_tags(ws).into_iter().next() {
+            self.watchers.borrow_mut().remove(&id);
+        }
+    }
+}
+
+/// `text` in pieces of at most `max` bytes, never splitting a character.
+fn chunks(text: &str, max: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = rest.len().min(max);
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let (piece, after) = rest.split_at(end);
+        rest = after;
+        Some(piece)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_keep_characters_whole() {
+        let text = format!("{}é{}", "a".repeat(5), "b".repeat(3));
+        let pieces: Vec<&str> = chunks(&text, 6).collect();
+        assert_eq!(pieces, ["aaaaa", "ébbb"]);
+        assert_eq!(chunks("", 4).count(), 0);
+        assert_eq!(chunks("abcd", 4).collect::<Vec<_>>(), ["abcd"]);
+    }
+}

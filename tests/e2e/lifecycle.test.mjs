@@ -1,0 +1,195 @@
+// Rooms that sleep and expire, on both sandbox paths: an idle sandbox is
+// stopped with its files saved and woken by the next command; a room unused
+// for ROOM_TTL_SECONDS is forgotten; a cold sandbox still answers in time.
+// The two clocks are set to seconds here (SANDBOX_IDLE_SECONDS,
+// ROOM_TTL_SECONDS); Durable Object alarms fire on workerd's real clock.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { startFakeDocker } from "./support/fake-docker.mjs";
+import { startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+
+const IDLE_S = 2;
+const TTL_S = 9;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Long enough for an idle alarm to have fired and the sleep to be done. */
+const PAST_IDLE_MS = IDLE_S * 1000 + 2500;
+
+/** The worker's lifecycle log lines for `room`. */
+function events(worker, room) {
+  return worker.logs
+    .filter((line) => line.startsWith("{") && line.includes('"event"'))
+    .map((line) => JSON.parse(line))
+    .filter((l) => l.room === room);
+}
+
+async function until(what, check, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe("rooms that sleep and expire (SANDBOX_URL)", () => {
+  let sandboxd, worker;
+  const vars = () => ({ SANDBOX_URL: sandboxd.url, SANDBOX_IDLE_SECONDS: String(IDLE_S), ROOM_TTL_SECONDS: String(TTL_S) });
+  before(async () => {
+    sandboxd = await startSandboxd();
+    worker = await startWorker({ vars: vars() });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+  });
+  const exec = (room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
+  const workspace = (room) => path.join(sandboxd.root, `sandbox-${room}`);
+
+  test("an idle room sleeps with its files saved; the next command finds them in a fresh shell", async () => {
+    const room = randomUUID();
+    const made = await exec(room, "mkdir -p d/e && printf 'hi\\n' > d/e/f && ln -s e/f d/link && chmod +x d/e/f && export V=1 && cd d");
+    assert.equal(made.status, 200, made.text);
+    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    assert.ok(!fs.existsSync(workspace(room)), "the sandbox is stopped: its workspace is gone from sandboxd");
+    const [slept] = events(worker, room);
+    assert.ok(slept.bytes > 0 && Number.isInteger(slept.durationMs), JSON.stringify(slept));
+    const woke = await exec(room, 'cat d/link; test -x d/e/f && echo exec-bit; echo "V=$V"; pwd');
+    assert.equal(woke.status, 200, woke.text);
+    assert.equal(woke.json.result.stdout, `hi\nexec-bit\nV=\n${workspace(room)}\n`, "files back; directory and variables reset");
+    const wake = events(worker, room).find((e) => e.event === "wake");
+    assert.equal(wake.bytes, slept.bytes, JSON.stringify(wake));
+  });
+
+  test("a room used before its idle time keeps its shell", async () => {
+    const room = randomUUID();
+    await exec(room, "export KEPT=yes; cd /tmp");
+    for (let i = 0; i < 4; i++) {
+      await sleep((IDLE_S * 1000) / 2);
+      assert.equal((await exec(room, "true")).status, 200);
+    }
+    const res = await exec(room, 'echo "$KEPT $(pwd)"');
+    assert.equal(res.json.result.stdout, "yes /tmp\n");
+    assert.deepEqual(events(worker, room).map((e) => e.event), [], "it never slept");
+  });
+
+  test("an unused room expires: no history, no files; a used one does not", async () => {
+    const [unused, used] = [randomUUID(), randomUUID()];
+    for (const room of [unused, used]) {
+      assert.equal((await worker.api("POST", `/api/rooms/${room}/message`, { text: "remember" })).status, 200);
+      assert.equal((await exec(room, "echo kept > f.txt")).status, 200);
+    }
+    // Keep one room in use, past the other's expiry.
+    const deadline = Date.now() + (TTL_S + 2) * 1000;
+    while (Date.now() < deadline) {
+      await sleep(1500);
+      await worker.api("GET", `/api/rooms/${used}/messages`);
+      await exec(used, "true");
+    }
+    await until("both objects to expire the unused room", () => {
+      const expired = events(worker, unused).filter((e) => e.event === "expire").map((e) => e.object).sort();
+      return expired.join() === "DuetAgent,Sandbox";
+    });
+    assert.deepEqual((await worker.api("GET", `/api/rooms/${unused}/messages`)).json.messages, []);
+    assert.equal((await exec(unused, "ls -A")).json.result.stdout, "", "no files");
+    assert.equal((await worker.api("GET", `/api/rooms/${used}/messages`)).json.messages.length, 2);
+    assert.equal((await exec(used, "cat f.txt")).json.result.stdout, "kept\n");
+    assert.ok(!events(worker, used).some((e) => e.event === "expire"));
+  });
+
+  test("a workspace over the archive cap: said in the log, the room stays usable", async () => {
+    const small = await startWorker({ vars: { ...vars(), SANDBOX_ARCHIVE_MAX_BYTES: "4096" } });
+    try {
+      const room = randomUUID();
+      await small.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "head -c 200000 /dev/urandom > big.bin" });
+      const slept = await until("the sleep", () => events(small, room).find((e) => e.event === "sleep"));
+      assert.match(slept.note, /over SANDBOX_ARCHIVE_MAX_BYTES \(4096 bytes\)/);
+      assert.equal(slept.bytes, 0);
+      const res = await small.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ls -A; echo ok" });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.result.stdout, "ok\n");
+    } finally {
+      await small.stop();
+    }
+  });
+
+  test("the worker and sandboxd restarted between sleep and wake lose nothing saved", async () => {
+    const persistDir = tempDir("lifecycle-state");
+    const first = await startWorker({ persistDir, vars: vars() });
+    const room = randomUUID();
+    try {
+      await first.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo survived > s.txt" });
+      await until("the sleep", () => events(first, room).find((e) => e.event === "sleep"));
+    } finally {
+      await first.stop();
+    }
+    await sandboxd.stop();
+    sandboxd = await startSandboxd({ root: sandboxd.root, port: sandboxd.port });
+    const second = await startWorker({ persistDir, vars: vars() });
+    try {
+      const res = await second.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "cat s.txt" });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.result.stdout, "survived\n");
+    } finally {
+      await second.stop();
+    }
+  });
+
+  test("DELETE of a sleeping room forgets its saved files", async () => {
+    const room = randomUUID();
+    await exec(room, "echo gone > g.txt");
+    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    assert.equal((await worker.api("DELETE", `/api/rooms/${room}`)).status, 200);
+    const res = await exec(room, "ls -A");
+    assert.equal(res.json.result.stdout, "");
+    assert.ok(!events(worker, room).some((e) => e.event === "wake"), "nothing to wake");
+  });
+});
+
+describe("rooms that sleep, on the container path", () => {
+  const IMAGE = "duet-sandbox:lifecycle";
+  const SLOW = "duet-sandbox:slow";
+  let docker, worker;
+  before(async () => {
+    docker = await startFakeDocker({ images: { [IMAGE]: "sandboxd", [SLOW]: "slow-sandboxd" } });
+  });
+  after(async () => {
+    await worker?.stop();
+    await docker?.close();
+  });
+  const running = (image) => docker.containersOf(image).filter((c) => c.status === "running");
+
+  test("an idle room's container is removed, and the next command gets its files in a fresh one", async () => {
+    worker = await startWorker({
+      vars: { SANDBOX_IDLE_SECONDS: String(IDLE_S), ROOM_TTL_SECONDS: "3600" },
+      container: { socketPath: docker.socketPath, imageName: IMAGE, egressImage: docker.egressImage },
+    });
+    const room = randomUUID();
+    const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+    assert.equal((await exec("echo contained > c.txt")).status, 200);
+    assert.equal(running(IMAGE).length, 1);
+    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    assert.equal(docker.containersOf(IMAGE).length, 0, "the container is gone from the engine");
+    const res = await exec("cat c.txt");
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.result.stdout, "contained\n");
+    assert.equal(running(IMAGE).length, 1, "one fresh container");
+    await worker.stop();
+    worker = undefined;
+  });
+
+  test("a cold exec with the largest timeoutMs answers a JSON result before 28 s", async () => {
+    worker = await startWorker({ container: { socketPath: docker.socketPath, imageName: SLOW, egressImage: docker.egressImage } });
+    const started = Date.now();
+    const res = await worker.api("POST", `/api/rooms/${randomUUID()}/sandbox/exec`, { cmd: "sleep 40", timeoutMs: 25_000 });
+    const ms = Date.now() - started;
+    assert.ok(ms < 28_000, `answered after ${ms} ms`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.result.timedOut, true, "the command's limit was cut to what the start left");
+    assert.ok(ms > 8_000, "the start really was slow");
+  });
+});

@@ -1,0 +1,181 @@
+// A room's live feed (GET /api/rooms/{id}/live, a WebSocket held by the
+// room's Sandbox object): watchers see the stored history, every message and
+// every command's output as it happens, whoever sent it; the token is asked
+// for; a slow watcher is dropped; a hibernating object loses no watcher.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+
+import { startSandboxd, startWorker } from "./support/stack.mjs";
+
+/** A watcher: its events in arrival order (with arrival times). */
+function watch(base, room, { protocols = ["duet.v1"], ack = true } = {}) {
+  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live`, protocols);
+  const events = [];
+  const waiters = [];
+  let closed = null;
+  ws.addEventListener("message", (msg) => {
+    const event = JSON.parse(msg.data);
+    events.push({ ...event, at: Date.now() });
+    if (ack && event.seq % 8 === 0) ws.send(JSON.stringify({ type: "ack", seq: event.seq }));
+    for (const w of [...waiters]) w();
+  });
+  const opened = new Promise((resolve, reject) => {
+    ws.addEventListener("open", () => resolve(ws.protocol));
+    ws.addEventListener("error", () => reject(new Error("the socket failed")));
+  });
+  ws.addEventListener("close", (e) => {
+    closed = { code: e.code, reason: e.reason };
+    for (const w of [...waiters]) w();
+  });
+  return {
+    ws,
+    events,
+    opened,
+    closed: () => closed,
+    /** Resolves once `check(events)` holds. */
+    until(check, ms = 10_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out; saw ${JSON.stringify(events.map((e) => e.type))}`)), ms);
+        const test = () => {
+          const value = check(events);
+          if (value) {
+            clearTimeout(timer);
+            waiters.splice(waiters.indexOf(test), 1);
+            resolve(value);
+          }
+        };
+        waiters.push(test);
+        test();
+      });
+    },
+    close: () => ws.close(),
+  };
+}
+
+const ofType = (type) => (events) => events.filter((e) => e.type === type);
+const first = (type) => (events) => events.find((e) => e.type === type);
+
+describe("the live feed", () => {
+  let sandboxd, worker;
+  before(async () => {
+    sandboxd = await startSandboxd();
+    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+  });
+
+  test("two watchers see the history, each other's messages and a command's output in order", async () => {
+    const room = randomUUID();
+    await worker.api("POST", `/api/rooms/${room}/message`, { text: "before", userId: "ana" });
+    const [a, b] = [watch(worker.url, room), watch(worker.url, room)];
+    assert.equal(await a.opened, "duet.v1");
+    await b.opened;
+    for (const w of [a, b]) {
+      const hello = await w.until(first("hello"));
+      assert.equal(hello.seq, 1);
+      assert.deepEqual(hello.history.map((m) => m.text), ["before", "echo: before"]);
+    }
+    const sent = await worker.api("POST", `/api/rooms/${room}/message`, { text: "hi all", userId: "bo" });
+    assert.equal(sent.status, 200);
+    await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "for i in 1 2 3; do echo $i; sleep 0.2; done" });
+    for (const w of [a, b]) {
+      const messages = await w.until((events) => (ofType("message")(events).length === 2 ? ofType("message")(events) : null));
+      assert.deepEqual(messages.map((e) => [e.message.role, e.message.text, e.message.userId]), [["user", "hi all", "bo"], ["agent", "echo: hi all", undefined]]);
+      const end = await w.until((events) => events.find((e) => e.type === "command_end"));
+      const command = w.events.find((e) => e.type === "command");
+      assert.deepEqual([command.cmd, command.source], ["for i in 1 2 3; do echo $i; sleep 0.2; done", "exec"]);
+      const outputs = w.events.filter((e) => e.type === "output" && e.id === command.id);
+      assert.equal(outputs.map((e) => e.data).join(""), "1\n2\n3\n");
+      assert.ok(outputs.every((o) => o.seq > command.seq && o.seq < end.seq), "start, then output, then end");
+      assert.deepEqual([end.id, end.exitCode, end.truncated, end.timedOut], [command.id, 0, false, false]);
+      assert.deepEqual(w.events.map((e) => e.seq), w.events.map((_, i) => i + 1), "every event once, in order");
+    }
+    a.close();
+    b.close();
+  });
+
+  test("the agent's <run> commands appear too, marked as the agent's", async () => {
+    const room = randomUUID();
+    const w = watch(worker.url, room);
+    await w.opened;
+    await worker.api("POST", `/api/rooms/${room}/message`, { text: "raw Looking. <run>echo from-agent</run>" });
+    const end = await w.until((events) => events.find((e) => e.type === "command_end"));
+    const command = w.events.find((e) => e.type === "command");
+    assert.deepEqual([command.cmd, command.source], ["echo from-agent", "agent"]);
+    assert.ok(w.events.some((e) => e.type === "output" && e.data === "from-agent\n"));
+    const messages = await w.until((events) => (ofType("message")(events).length === 2 ? ofType("message")(events) : null));
+    assert.ok(messages[0].seq < command.seq && end.seq < messages[1].seq, "user message, command, reply");
+    w.close();
+  });
+
+  test("a failed exchange is announced, and a plain GET is told to upgrade", async () => {
+    const room = randomUUID();
+    const w = watch(worker.url, room);
+    await w.opened;
+    assert.equal((await worker.api("POST", `/api/rooms/${room}/message`, { text: "fail" })).status, 502);
+    const failed = await w.until(first("failed"));
+    assert.match(failed.error, /AI backend failed/);
+    const plain = await worker.api("GET", `/api/rooms/${room}/live`);
+    assert.equal(plain.status, 426);
+    assert.match(plain.json.error, /WebSocket/);
+    w.close();
+  });
+
+  test("a watcher outlives its object's hibernation and misses nothing", async () => {
+    const room = randomUUID();
+    const w = watch(worker.url, room);
+    await w.opened;
+    await w.until(first("hello"));
+    await worker.evict("Sandbox", `sandbox-${room}`);
+    await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo after-hibernation" });
+    await worker.api("POST", `/api/rooms/${room}/message`, { text: "still here" });
+    await w.until((events) => ofType("message")(events).length === 2 || null);
+    assert.ok(w.events.some((e) => e.type === "output" && e.data === "after-hibernation\n"));
+    assert.equal(w.closed(), null);
+    w.close();
+  });
+
+  test("a watcher that does not keep up is dropped; the others are not", async () => {
+    const room = randomUUID();
+    const slow = watch(worker.url, room, { ack: false });
+    const fast = watch(worker.url, room);
+    await Promise.all([slow.opened, fast.opened]);
+    // About 65 events per command (1 MiB of output in 16 KiB pieces).
+    for (let i = 0; i < 5; i++) {
+      await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "head -c 1048576 /dev/zero | tr '\\0' x" });
+    }
+    // The close frame (4008) has reached it: its socket is closing (the
+    // code shows once the connection ends, here when the worker stops).
+    await slow.until(() => slow.ws.readyState >= WebSocket.CLOSING || null);
+    assert.ok(slow.events.length <= 257, `${slow.events.length} events reached the slow watcher`);
+    if (slow.closed()) assert.equal(slow.closed().code, 4008);
+    await fast.until((events) => ofType("command_end")(events).length === 5);
+    assert.equal(fast.closed(), null);
+    fast.close();
+  });
+});
+
+describe("the live feed with a token", () => {
+  let worker;
+  const TOKEN = "s3cret/with+odd=chars";
+  const b64 = Buffer.from(TOKEN).toString("base64url");
+  before(async () => {
+    worker = await startWorker({ vars: { DUET_API_TOKEN: TOKEN } });
+  });
+  after(() => worker.stop());
+
+  test("a watcher without the token is refused; with it as a subprotocol it is let in", async () => {
+    const room = randomUUID();
+    const refused = watch(worker.url, room);
+    await assert.rejects(refused.opened);
+    const wrong = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${Buffer.from("nope").toString("base64url")}`] });
+    await assert.rejects(wrong.opened);
+    const allowed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64}`] });
+    assert.equal(await allowed.opened, "duet.v1");
+    await allowed.until(first("hello"));
+    allowed.close();
+  });
+});

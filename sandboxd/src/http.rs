@@ -3,43 +3,59 @@
 //! ```text
 //! GET    /health                                 200 "ok"
 //! POST   /v1/sandboxes/{name}/exec               {"cmd", "timeoutMs"?} -> ExecResult
+//! POST   /v1/sandboxes/{name}/exec/stream        the same request -> NDJSON events
 //! DELETE /v1/sandboxes/{name}                    {"destroyed": true}
 //! GET    /v1/sandboxes/{name}/archive?maxBytes=N the workspace as a gzipped tar
 //! PUT    /v1/sandboxes/{name}/archive            gzipped tar -> {"restored", "files", "bytes"}
 //! ```
 //! Every error is `{"error": "..."}` with the status from [`Error::status`].
 //!
+//! A streamed command's body is one JSON object per line: `start`
+//! (`command`, `timestamp`), `output` (`stream`, `data`) as output comes,
+//! and `end`, which carries exactly the fields of `ExecResult`. The output
+//! events of a stream add up to the `end`'s text of it.
+//!
 //! Archives are streamed both ways: an archive is sent from the file it
 //! was built in, and a restore's body is unpacked as it arrives (see
 //! `archive`), counted and cut off past `--max-archive-bytes`.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::io::{self, Read};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use http_body_util::channel::Channel;
+use http_body_util::channel::{Channel, SendError, Sender};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio::time::{sleep_until, Instant};
 
 use crate::error::Error;
 use crate::sandboxes::Sandboxes;
+use crate::session::Outcome;
 use crate::timestamp::iso8601_millis;
+use crate::watch::{Stream, Watch};
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Chunks of a streamed body in flight at once.
 const CHUNKS_IN_FLIGHT: usize = 8;
 const FILE_CHUNK: usize = 64 * 1024;
+/// Longest a streamed command's output waits to be sent.
+const FLUSH_AFTER: Duration = Duration::from_millis(50);
+/// Largest `data` of one output event; this much output waiting is sent at
+/// once.
+const EVENT_BYTES: usize = 16 * 1024;
 
 pub struct App {
     pub sandboxes: Arc<Sandboxes>,
@@ -70,10 +86,43 @@ struct ExecResult {
     timed_out: bool,
 }
 
+impl ExecResult {
+    fn new(outcome: Outcome, command: String) -> Self {
+        ExecResult {
+            success: outcome.exit_code == 0 && !outcome.timed_out,
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+            exit_code: outcome.exit_code,
+            command,
+            duration: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+            timestamp: iso8601_millis(outcome.started),
+            truncated: outcome.truncated,
+            timed_out: outcome.timed_out,
+        }
+    }
+}
+
+/// One line of a streamed command's NDJSON body.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Event<'a> {
+    Start {
+        command: &'a str,
+        timestamp: String,
+    },
+    Output {
+        stream: &'static str,
+        data: &'a str,
+    },
+    /// Exactly the answer `/exec` gives.
+    End(&'a ExecResult),
+}
+
 #[derive(Debug, PartialEq, Eq)]
 enum Route<'a> {
     Health,
     Exec(&'a str),
+    ExecStream(&'a str),
     Archive(&'a str),
     Sandbox(&'a str),
 }
@@ -109,7 +158,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
     let route = route(&path).ok_or_else(|| Error::NotFound(path.clone()))?;
     let allowed = match route {
         Route::Health => "GET",
-        Route::Exec(_) => "POST",
+        Route::Exec(_) | Route::ExecStream(_) => "POST",
         Route::Archive(_) => "GET, PUT",
         Route::Sandbox(_) => "DELETE",
     };
@@ -121,72 +170,21 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
         });
     }
     match route {
-        Route::Health => Ok(Response::builder()
+        Route::Health => Response::builder()
             .header(CONTENT_TYPE, "text/plain; charset=utf-8")
             .body(full("ok"))
-            .map_err(|e| Error::Internal(e.to_string()))?),
+            .map_err(|e| Error::Internal(e.to_string())),
         Route::Exec(name) => {
-            let request = parse_exec(&read_body(req).await?)?;
-            let timeout_ms = request.timeout_ms.unwrap_or(app.default_timeout_ms);
-            if timeout_ms > app.max_timeout_ms {
-                return Err(Error::BadRequest(format!(
-                    "timeoutMs {timeout_ms} exceeds the maximum of {} ms",
-                    app.max_timeout_ms
-                )));
-            }
+            let (request, timeout) = exec_request(app, req).await?;
             let outcome = app
                 .sandboxes
-                .exec(name, request.cmd.clone(), Duration::from_millis(timeout_ms))
+                .exec(name, request.cmd.clone(), timeout, None)
                 .await?;
-            Ok(json(
-                StatusCode::OK,
-                &ExecResult {
-                    success: outcome.exit_code == 0 && !outcome.timed_out,
-                    stdout: outcome.stdout,
-                    stderr: outcome.stderr,
-                    exit_code: outcome.exit_code,
-                    command: request.cmd,
-                    duration: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
-                    timestamp: iso8601_millis(outcome.started),
-                    truncated: outcome.truncated,
-                    timed_out: outcome.timed_out,
-                },
-            ))
+            Ok(json(StatusCode::OK, &ExecResult::new(outcome, request.cmd)))
         }
-        Route::Archive(name) if req.method() == hyper::Method::GET => {
-            let cap = match max_bytes(req.uri().query())? {
-                Some(asked) => asked.min(app.max_archive_bytes),
-                None => app.max_archive_bytes,
-            };
-            let (file, len) = app.sandboxes.archive(name, cap).await?;
-            Response::builder()
-                .header(CONTENT_TYPE, "application/gzip")
-                .header(CONTENT_LENGTH, len)
-                .body(send_file(file))
-                .map_err(|e| Error::Internal(e.to_string()))
-        }
-        Route::Archive(name) => {
-            let limit = app.max_archive_bytes;
-            if declared_length(&req).is_some_and(|len| len > limit) {
-                return Err(Error::BodyTooLarge { limit });
-            }
-            let (chunks, body) = BodyReader::new();
-            let (received, restored) = tokio::join!(
-                forward(req.into_body(), chunks, limit),
-                app.sandboxes.restore(name, body, app.max_restore_bytes),
-            );
-            // A body cut off or broken off fails the restore too; say why.
-            received?;
-            let restored = restored?;
-            Ok(json(
-                StatusCode::OK,
-                &serde_json::json!({
-                    "restored": true,
-                    "files": restored.files,
-                    "bytes": restored.bytes,
-                }),
-            ))
-        }
+        Route::ExecStream(name) => exec_stream(app, name, req).await,
+        Route::Archive(name) if req.method() == Method::GET => get_archive(app, name, req).await,
+        Route::Archive(name) => put_archive(app, name, req).await,
         Route::Sandbox(name) => {
             app.sandboxes.destroy(name).await?;
             Ok(json(
@@ -197,6 +195,207 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
     }
 }
 
+/// The request of `/exec` and `/exec/stream`, and its timeout.
+async fn exec_request(app: &App, req: Request<Incoming>) -> Result<(ExecRequest, Duration), Error> {
+    let request = parse_exec(&read_body(req).await?)?;
+    let timeout_ms = request.timeout_ms.unwrap_or(app.default_timeout_ms);
+    if timeout_ms > app.max_timeout_ms {
+        return Err(Error::BadRequest(format!(
+            "timeoutMs {timeout_ms} exceeds the maximum of {} ms",
+            app.max_timeout_ms
+        )));
+    }
+    Ok((request, Duration::from_millis(timeout_ms)))
+}
+
+/// A command run as `/exec` runs it, the caller being told its progress.
+type Run = Pin<Box<dyn Future<Output = Result<Outcome, Error>> + Send>>;
+
+/// Answers once the command has started, so that a command refused before
+/// it starts (no place for a shell, a destroy) gets an ordinary error
+/// response; then streams its events.
+async fn exec_stream(
+    app: &App,
+    name: &str,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Error> {
+    let (request, timeout) = exec_request(app, req).await?;
+    let watch = Arc::new(Watch::default());
+    let mut run: Run = {
+        let (sandboxes, watch) = (Arc::clone(&app.sandboxes), Arc::clone(&watch));
+        let (name, cmd) = (name.to_string(), request.cmd.clone());
+        Box::pin(async move { sandboxes.exec(&name, cmd, timeout, Some(watch)).await })
+    };
+    let started = loop {
+        tokio::select! {
+            // The start is told before the command can end.
+            biased;
+            () = watch.changed() => if let Some(at) = watch.started() {
+                break at;
+            },
+            ran = &mut run => return Err(ran.err().unwrap_or_else(|| {
+                Error::Internal("the command ended before it started".into())
+            })),
+        }
+    };
+    let (sender, body) = Channel::new(CHUNKS_IN_FLIGHT);
+    let feed = Feed {
+        body: sender,
+        stdout_sent: 0,
+        stderr_sent: 0,
+    };
+    tokio::spawn(stream_events(feed, request.cmd, started, watch, run));
+    Response::builder()
+        .header(CONTENT_TYPE, "application/x-ndjson")
+        .body(body.boxed())
+        .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// Sends the events of a started command: start, its output as it comes
+/// (at most [`FLUSH_AFTER`] late, sooner once [`EVENT_BYTES`] wait), end.
+/// If the client goes away this stops, and the command runs on to its end.
+async fn stream_events(
+    mut feed: Feed,
+    command: String,
+    started: SystemTime,
+    watch: Arc<Watch>,
+    mut run: Run,
+) {
+    let start = Event::Start {
+        command: &command,
+        timestamp: iso8601_millis(started),
+    };
+    if feed.send(&start).await.is_err() {
+        return;
+    }
+    // When the oldest output waiting is due; looked at on every wake-up,
+    // output that came before this loop included.
+    let mut due = None;
+    let ran = loop {
+        let waiting = watch.waiting();
+        if waiting >= EVENT_BYTES || due.is_some_and(|at| at <= Instant::now()) {
+            due = None;
+            if feed.output(watch.take()).await.is_err() {
+                return;
+            }
+        } else if waiting > 0 {
+            due.get_or_insert_with(|| Instant::now() + FLUSH_AFTER);
+        }
+        tokio::select! {
+            ran = &mut run => break ran,
+            () = watch.changed() => {}
+            () = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {}
+        }
+    };
+    // A command that started always has an outcome.
+    let Ok(outcome) = ran else { return };
+    let result = ExecResult::new(outcome, command);
+    let _ = feed.finish(watch.take(), &result).await;
+}
+
+/// The NDJSON body of a streamed command.
+struct Feed {
+    body: Sender<Bytes>,
+    /// Bytes of each stream's text sent so far.
+    stdout_sent: usize,
+    stderr_sent: usize,
+}
+
+impl Feed {
+    async fn send(&mut self, event: &Event<'_>) -> Result<(), SendError> {
+        // Serializing these plain values cannot fail.
+        let mut line = serde_json::to_vec(event).unwrap_or_default();
+        line.push(b'\n');
+        self.body.send_data(line.into()).await
+    }
+
+    async fn output(&mut self, taken: Vec<(Stream, String)>) -> Result<(), SendError> {
+        for (stream, text) in taken {
+            self.text(stream, &text).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends `text` in events of at most [`EVENT_BYTES`], cut between
+    /// characters.
+    async fn text(&mut self, stream: Stream, mut text: &str) -> Result<(), SendError> {
+        while !text.is_empty() {
+            let (data, rest) = text.split_at(text.floor_char_boundary(EVENT_BYTES));
+            let event = Event::Output {
+                stream: stream.name(),
+                data,
+            };
+            self.send(&event).await?;
+            *match stream {
+                Stream::Stdout => &mut self.stdout_sent,
+                Stream::Stderr => &mut self.stderr_sent,
+            } += data.len();
+            text = rest;
+        }
+        Ok(())
+    }
+
+    /// Sends the output still waiting, then what only the result holds (the
+    /// end of the capture, sandboxd's notes), so the output events add up
+    /// to the result's stdout and stderr; then the end.
+    async fn finish(
+        &mut self,
+        taken: Vec<(Stream, String)>,
+        result: &ExecResult,
+    ) -> Result<(), SendError> {
+        self.output(taken).await?;
+        let stdout = result.stdout.get(self.stdout_sent..).unwrap_or_default();
+        self.text(Stream::Stdout, stdout).await?;
+        let stderr = result.stderr.get(self.stderr_sent..).unwrap_or_default();
+        self.text(Stream::Stderr, stderr).await?;
+        self.send(&Event::End(result)).await
+    }
+}
+
+async fn get_archive(
+    app: &App,
+    name: &str,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Error> {
+    let cap = match max_bytes(req.uri().query())? {
+        Some(asked) => asked.min(app.max_archive_bytes),
+        None => app.max_archive_bytes,
+    };
+    let (file, len) = app.sandboxes.archive(name, cap).await?;
+    Response::builder()
+        .header(CONTENT_TYPE, "application/gzip")
+        .header(CONTENT_LENGTH, len)
+        .body(send_file(file))
+        .map_err(|e| Error::Internal(e.to_string()))
+}
+
+async fn put_archive(
+    app: &App,
+    name: &str,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Error> {
+    let limit = app.max_archive_bytes;
+    if declared_length(&req).is_some_and(|len| len > limit) {
+        return Err(Error::BodyTooLarge { limit });
+    }
+    let (chunks, body) = BodyReader::new();
+    let (received, restored) = tokio::join!(
+        forward(req.into_body(), chunks, limit),
+        app.sandboxes.restore(name, body, app.max_restore_bytes),
+    );
+    // A body cut off or broken off fails the restore too; say why.
+    received?;
+    let restored = restored?;
+    Ok(json(
+        StatusCode::OK,
+        &serde_json::json!({
+            "restored": true,
+            "files": restored.files,
+            "bytes": restored.bytes,
+        }),
+    ))
+}
+
 fn route(path: &str) -> Option<Route<'_>> {
     if path == "/health" {
         return Some(Route::Health);
@@ -205,6 +404,7 @@ fn route(path: &str) -> Option<Route<'_>> {
     match rest.split_once('/') {
         None => Some(Route::Sandbox(rest)),
         Some((name, "exec")) => Some(Route::Exec(name)),
+        Some((name, "exec/stream")) => Some(Route::ExecStream(name)),
         Some((name, "archive")) => Some(Route::Archive(name)),
         Some(_) => None,
     }
@@ -391,6 +591,10 @@ mod tests {
     fn routes() {
         assert_eq!(route("/health"), Some(Route::Health));
         assert_eq!(route("/v1/sandboxes/r1/exec"), Some(Route::Exec("r1")));
+        assert_eq!(
+            route("/v1/sandboxes/r1/exec/stream"),
+            Some(Route::ExecStream("r1"))
+        );
         assert_eq!(route("/v1/sandboxes/r1"), Some(Route::Sandbox("r1")));
         assert_eq!(
             route("/v1/sandboxes/r1/archive"),

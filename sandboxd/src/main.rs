@@ -15,6 +15,7 @@ mod rlimits;
 mod sandboxes;
 mod session;
 mod timestamp;
+mod watch;
 mod workspace;
 
 use std::ffi::CStr;

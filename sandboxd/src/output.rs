@@ -6,6 +6,13 @@
 //! keeps at most `limit` bytes of what came before it, and counts everything
 //! past the limit as truncated while still consuming it, so a flood never
 //! blocks the command and never grows memory.
+//!
+//! What it keeps becomes text as it arrives: valid UTF-8 as is, invalid
+//! bytes as U+FFFD, a character split across reads once its last byte
+//! comes, and the text is capped at `limit` bytes too (replacements are
+//! longer than the bytes they replace). A tap, if given, is handed each
+//! piece of text as it is added, so pieces handed out add up to exactly the
+//! final text, with no marker ever among them.
 
 /// Output of one stream, ready for the response.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,6 +24,9 @@ pub struct Captured {
     pub trailer: Option<String>,
 }
 
+/// Receives each piece of text a capture adds, as it is added.
+pub type Tap = Box<dyn FnMut(&str) + Send>;
+
 #[derive(Debug)]
 enum Scan {
     /// Looking for the marker.
@@ -27,15 +37,21 @@ enum Scan {
     Done(Vec<u8>),
 }
 
-#[derive(Debug)]
 pub struct Capture {
     marker: Vec<u8>,
     limit: usize,
-    kept: Vec<u8>,
+    /// Output bytes kept so far.
+    kept: usize,
+    /// The kept bytes as text, apart from `partial`.
+    text: String,
+    /// Kept bytes ending in a character whose remaining bytes have not come
+    /// yet.
+    partial: Vec<u8>,
     /// Tail bytes that might be the start of a marker split across reads.
     held: Vec<u8>,
     truncated: bool,
     scan: Scan,
+    tap: Option<Tap>,
 }
 
 /// A trailer longer than this cannot be ours; stop collecting it.
@@ -47,11 +63,19 @@ impl Capture {
         Capture {
             marker: marker.to_vec(),
             limit,
-            kept: Vec::new(),
+            kept: 0,
+            text: String::new(),
+            partial: Vec::new(),
             held: Vec::new(),
             truncated: false,
             scan: Scan::Searching,
+            tap: None,
         }
+    }
+
+    /// Hands every piece of text this capture adds to `tap` as well.
+    pub fn tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
     }
 
     /// True once the marker and the rest of its line have been seen.
@@ -80,9 +104,10 @@ impl Capture {
                     self.scan = Scan::Trailer(Vec::new());
                     self.feed(&held[at + self.marker.len()..]);
                 } else {
-                    // Only the last marker-length-minus-one bytes can still
-                    // turn out to be the start of the marker.
-                    let safe = held.len().saturating_sub(self.marker.len() - 1);
+                    // Only an end that begins the marker can still turn
+                    // out to be one; the rest is output now, so a watcher
+                    // sees it while the command runs.
+                    let safe = held.len() - marker_start_at_end(&held, &self.marker);
                     self.keep(&held[..safe]);
                     held.drain(..safe);
                     self.held = held;
@@ -91,13 +116,43 @@ impl Capture {
         }
     }
 
+    /// Keeps what fits of `bytes` and turns it into text, all but a
+    /// character still incomplete at the end.
     fn keep(&mut self, bytes: &[u8]) {
-        let room = self.limit - self.kept.len();
-        if bytes.len() > room {
-            self.kept.extend_from_slice(&bytes[..room]);
+        let room = self.limit - self.kept;
+        let cut = bytes.len() > room;
+        let bytes = &bytes[..bytes.len().min(room)];
+        self.kept += bytes.len();
+        let mut partial = std::mem::take(&mut self.partial);
+        partial.extend_from_slice(bytes);
+        let complete = partial.len() - incomplete_utf8_tail(&partial);
+        self.add_text(&String::from_utf8_lossy(&partial[..complete]));
+        partial.drain(..complete);
+        self.partial = partial;
+        if cut {
             self.truncated = true;
+        }
+    }
+
+    /// Appends what fits of `text` and hands it to the tap. Nothing is
+    /// added once the output was cut, so the text never skips a part.
+    fn add_text(&mut self, text: &str) {
+        if self.truncated {
+            return;
+        }
+        let room = self.limit - self.text.len();
+        let text = if text.len() > room {
+            self.truncated = true;
+            &text[..text.floor_char_boundary(room)]
         } else {
-            self.kept.extend_from_slice(bytes);
+            text
+        };
+        if text.is_empty() {
+            return;
+        }
+        self.text.push_str(text);
+        if let Some(tap) = &mut self.tap {
+            tap(text);
         }
     }
 
@@ -111,10 +166,13 @@ impl Capture {
                 None
             }
         };
-        let (text, truncated) = to_text(self.kept, self.truncated, self.limit);
+        // A character left incomplete by the cut is not bad input; one left
+        // incomplete by the output itself is.
+        let partial = std::mem::take(&mut self.partial);
+        self.add_text(&String::from_utf8_lossy(&partial));
         Captured {
-            text,
-            truncated,
+            text: self.text,
+            truncated: self.truncated,
             trailer,
         }
     }
@@ -135,24 +193,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
-/// Turns captured bytes into text of at most `limit` bytes: valid UTF-8 is
-/// kept as is, invalid bytes become U+FFFD, and a cut never splits a
-/// character.
-fn to_text(mut bytes: Vec<u8>, mut truncated: bool, limit: usize) -> (String, bool) {
-    if truncated {
-        // The cut may have split the last character; that is not bad input.
-        bytes.truncate(bytes.len() - incomplete_utf8_tail(&bytes));
-    }
-    let mut text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    // Replacement characters are longer than the bytes they replace.
-    if text.len() > limit {
-        text.truncate(text.floor_char_boundary(limit));
-        truncated = true;
-    }
-    (text, truncated)
+/// Length of the longest end of `bytes` that is the start of `marker`
+/// (shorter than the marker: a whole one would have been found).
+fn marker_start_at_end(bytes: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len().min(bytes.len() + 1))
+        .rev()
+        .find(|&n| bytes.ends_with(&marker[..n]))
+        .unwrap_or(0)
 }
 
 /// Length of an incomplete UTF-8 sequence at the end of `bytes` (0 if none).
@@ -277,6 +324,64 @@ mod tests {
         assert!(out.truncated);
     }
 
+    /// Feeds `chunks` to a tapped capture; returns the pieces the tap got
+    /// and the final result.
+    fn tapped(chunks: &[&[u8]], limit: usize) -> (Vec<String>, Captured) {
+        let pieces = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&pieces);
+        let mut c = Capture::new(MARKER, limit);
+        c.tap(Box::new(move |text: &str| {
+            sink.lock().unwrap().push(text.to_string());
+        }));
+        for chunk in chunks {
+            c.feed(chunk);
+        }
+        let out = c.finish();
+        let pieces = pieces.lock().unwrap().clone();
+        (pieces, out)
+    }
+
+    #[test]
+    fn tapped_pieces_add_up_to_the_text_at_every_split_and_limit() {
+        // 2-, 3- and 4-byte characters, an invalid byte, a truncated
+        // sequence, and marker look-alikes before the marker.
+        let stream = ["aé€🌍 @@EN x".as_bytes(), b"\xff \xe2\x82 @@END@@0\nlate"].concat();
+        for limit in [0, 1, 3, 7, 12, 100] {
+            for split in 0..stream.len() {
+                let (pieces, out) = tapped(&[&stream[..split], &stream[split..]], limit);
+                let (whole, _) = capture_chunks(&[&stream], limit);
+                assert_eq!(out, whole, "split {split} limit {limit}");
+                assert_eq!(pieces.concat(), out.text, "split {split} limit {limit}");
+                assert!(pieces
+                    .iter()
+                    .all(|p| !p.is_empty() && !p.contains("@@END@@")));
+            }
+        }
+    }
+
+    #[test]
+    fn a_character_split_across_reads_is_handed_out_whole() {
+        let globe = "🌍".as_bytes();
+        let mut chunks: Vec<&[u8]> = vec![b"0123456789"];
+        chunks.extend(globe.chunks(1));
+        chunks.push(b"0123456789@@END@@0\n");
+        let (pieces, out) = tapped(&chunks, 100);
+        assert_eq!(out.text, "0123456789🌍0123456789");
+        assert!(pieces.len() > 1, "{pieces:?}");
+        assert_eq!(pieces.concat(), out.text);
+        // Never completed: replaced at the end.
+        let (pieces, _) = tapped(&[b"x", &globe[..2], b"@@END@@0\n"], 100);
+        assert_eq!(pieces.concat(), "x\u{FFFD}");
+    }
+
+    #[test]
+    fn the_tap_stops_at_the_limit() {
+        let big = vec![b'z'; 10_000];
+        let (pieces, out) = tapped(&[&big, &big, b"@@END@@0\n"], 1000);
+        assert!(out.truncated);
+        assert_eq!(pieces.concat().len(), 1000);
+    }
+
     #[test]
     fn find_locates_first_occurrence() {
         assert_eq!(find(b"xx@@END@@", MARKER), Some(2));
@@ -284,6 +389,19 @@ mod tests {
         assert_eq!(find(b"@@END@", MARKER), None);
         assert_eq!(find(b"", MARKER), None);
         assert_eq!(find(b"abc", b""), None);
+    }
+
+    #[test]
+    fn only_a_possible_marker_start_is_held_back() {
+        assert_eq!(marker_start_at_end(b"1\n", MARKER), 0);
+        assert_eq!(marker_start_at_end(b"x@", MARKER), 1);
+        assert_eq!(marker_start_at_end(b"x@@EN", MARKER), 4);
+        assert_eq!(marker_start_at_end(b"@@END@", MARKER), 6);
+        assert_eq!(marker_start_at_end(b"@@E@", MARKER), 1);
+        assert_eq!(marker_start_at_end(b"", MARKER), 0);
+        let mut c = Capture::new(MARKER, 100);
+        c.feed(b"1\n@@E");
+        assert_eq!(c.text, "1\n");
     }
 
     #[test]

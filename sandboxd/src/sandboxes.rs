@@ -35,6 +35,7 @@ use crate::archive::{self, Restored};
 use crate::error::Error;
 use crate::rlimits::Limits;
 use crate::session::{End, Outcome, Session};
+use crate::watch::Watch;
 use crate::workspace;
 
 pub const MAX_NAME_LEN: usize = 160;
@@ -106,16 +107,17 @@ impl Sandboxes {
     }
 
     /// Runs `cmd` in the sandbox's shell, starting shell and workspace if
-    /// needed.
+    /// needed, telling `watch` of its start and output if given.
     pub async fn exec(
         self: &Arc<Self>,
         name: &str,
         cmd: String,
         timeout: Duration,
+        watch: Option<Arc<Watch>>,
     ) -> Result<Outcome, Error> {
         validate_name(name)?;
         let (this, name) = (Arc::clone(self), name.to_string());
-        detached(async move { this.exec_in_order(&name, &cmd, timeout).await }).await
+        detached(async move { this.exec_in_order(&name, &cmd, timeout, watch).await }).await
     }
 
     /// Ends the sandbox's shell and everything it started, and removes its
@@ -165,6 +167,7 @@ impl Sandboxes {
         name: &str,
         cmd: &str,
         timeout: Duration,
+        watch: Option<Arc<Watch>>,
     ) -> Result<Outcome, Error> {
         let sandbox = self.entry(name);
         let mut destroyed = sandbox.generation.subscribe();
@@ -199,7 +202,7 @@ impl Sandboxes {
             let _ = destroyed.changed().await;
         };
         let mut outcome = session
-            .run(cmd, timeout, self.settings.output_limit, cancelled)
+            .run(cmd, timeout, self.settings.output_limit, cancelled, watch)
             .await;
         if let Some(ended) = ended {
             outcome.note(&ended.note_for_next());

@@ -36,6 +36,10 @@
 //! persist. State leaks between commands are intended; the container, not
 //! this process, is the security boundary.
 //!
+//! A command may be watched (see `watch`): the watch is told when it starts
+//! and gets its output as the captures turn it into text, so what it gets
+//! is always the start of what the result will hold, never a marker.
+//!
 //! A shell no command can break
 //! ----------------------------
 //! A command may change its shell in any way bash allows, and some ways stop
@@ -121,6 +125,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -130,6 +135,7 @@ use crate::error::Error;
 use crate::output::Capture;
 use crate::procs;
 use crate::rlimits::Limits;
+use crate::watch::{Stream, Watch};
 
 /// How long bash gets to come back after the command's processes were
 /// killed on timeout.
@@ -360,14 +366,15 @@ impl Session {
         }
     }
 
-    /// Runs one command. `cancelled` resolving ends it at once (the sandbox
-    /// is being destroyed).
+    /// Runs one command, telling `watch` of it if given. `cancelled`
+    /// resolving ends it at once (the sandbox is being destroyed).
     pub async fn run(
         &mut self,
         cmd: &str,
         timeout: Duration,
         output_limit: usize,
         cancelled: impl Future<Output = ()>,
+        watch: Option<Arc<Watch>>,
     ) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
@@ -376,6 +383,13 @@ impl Session {
         let script = wrap_command(cmd, &tail);
         let mut out = Capture::new(marker.as_bytes(), output_limit);
         let mut err = Capture::new(marker.as_bytes(), output_limit);
+        if let Some(watch) = watch {
+            watch.start(started);
+            for (capture, stream) in [(&mut out, Stream::Stdout), (&mut err, Stream::Stderr)] {
+                let watch = Arc::clone(&watch);
+                capture.tap(Box::new(move |text: &str| watch.add(stream, text)));
+            }
+        }
         let Session { child, sid, pipes } = self;
         let sid = *sid;
 

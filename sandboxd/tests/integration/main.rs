@@ -6,3 +6,4 @@ mod breakage;
 mod harness;
 mod limits;
 mod shell;
+mod stream;

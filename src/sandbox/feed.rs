@@ -108,22 +108,26 @@ impl Feed {
         id
     }
 
-    /// Tells the watchers what a command printed and how it ended, from
-    /// sandboxd's result (or why it could not run).
+    /// Tells the watchers a piece of a command's output.
+    pub fn command_output(&self, state: &State, id: &str, stream: &str, data: &str) {
+        for data in chunks(data, OUTPUT_EVENT_BYTES) {
+            self.broadcast(state, &Event::Output { id, stream, data }.to_json());
+        }
+    }
+
+    /// Tells the watchers how a command ended, from sandboxd's result (its
+    /// output went out as it came), or why it could not run.
     pub fn command_ended(&self, state: &State, id: &str, result: Result<&str, &ApiError>) {
         let output: ExecOutput = match result {
             Ok(raw) => serde_json::from_str(raw).unwrap_or_default(),
-            Err(e) => ExecOutput {
-                stderr: e.to_string(),
-                exit_code: -1,
-                ..ExecOutput::default()
-            },
-        };
-        for (stream, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
-            for data in chunks(text, OUTPUT_EVENT_BYTES) {
-                self.broadcast(state, &Event::Output { id, stream, data }.to_json());
+            Err(e) => {
+                self.command_output(state, id, "stderr", &format!("{e}\n"));
+                ExecOutput {
+                    exit_code: -1,
+                    ..ExecOutput::default()
+                }
             }
-        }
+        };
         let end = Event::CommandEnd {
             id,
             exit_code: output.exit_code,

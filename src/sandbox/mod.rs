@@ -7,6 +7,7 @@ pub mod lifecycle;
 mod object;
 mod sandboxd;
 mod saved;
+mod stream;
 
 pub use object::Sandbox;
 

@@ -171,7 +171,9 @@ impl Sandbox {
                 let watched = self.feed.watchers(&self.state) > 0;
                 let id =
                     watched.then(|| self.feed.command_started(&self.state, &request.cmd, source));
-                let result = self.exec(&room, &name, request, arrived, epoch).await;
+                let result = self
+                    .exec(&room, &name, request, arrived, epoch, id.as_deref())
+                    .await;
                 if let Some(id) = &id {
                     self.feed
                         .command_ended(&self.state, id, result.as_ref().map(|raw| raw.get()));
@@ -242,7 +244,8 @@ impl Sandbox {
     }
 
     /// Runs a command, waking or starting the sandbox first, and answers by
-    /// the exec's deadline (see `lifecycle`).
+    /// the exec's deadline (see `lifecycle`). With watchers (`watched` is the
+    /// command's id in the feed) its output streams to them as it comes.
     async fn exec(
         &self,
         room: &str,
@@ -250,6 +253,7 @@ impl Sandbox {
         request: ExecRequest,
         arrived: u64,
         epoch: u64,
+        watched: Option<&str>,
     ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
         let sandboxd = self.sandboxd()?;
         let asleep = self.saved.state()?.is_some_and(|s| s.asleep) || self.sleeping.get();
@@ -281,7 +285,16 @@ impl Sandbox {
             timeout_ms,
             ..request
         };
-        sandboxd.exec(name, &request).await.map_err(|e| match e {
+        let result = match watched {
+            None => sandboxd.exec(name, &request).await,
+            Some(id) => {
+                let output = |stream: &str, data: &str| {
+                    self.feed.command_output(&self.state, id, stream, data)
+                };
+                sandboxd.exec_streaming(name, &request, output).await
+            }
+        };
+        result.map_err(|e| match e {
             ApiError::SandboxTimeout(_) => late(),
             e => e,
         })

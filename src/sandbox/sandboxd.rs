@@ -33,6 +33,7 @@ use worker::{
 };
 
 use super::saved::CHUNK_BYTES;
+use super::stream;
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
@@ -108,6 +109,49 @@ impl<'a> Sandboxd<'a> {
             return Err(unexpected("not a JSON object".into()));
         }
         Ok(raw)
+    }
+
+    /// Runs one command like [`Self::exec`], handing each piece of output
+    /// to `output(stream, data)` as sandboxd streams it; answers the same
+    /// result `/exec` would.
+    pub async fn exec_streaming(
+        &self,
+        name: &str,
+        request: &ExecRequest,
+        mut output: impl FnMut(&str, &str),
+    ) -> Result<Box<RawValue>, ApiError> {
+        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
+        let started = clock::now_ms();
+        let mut response = self
+            .call(
+                Method::Post,
+                &format!("/v1/sandboxes/{name}/exec/stream"),
+                Some(JsValue::from_str(&body)),
+                limit,
+            )
+            .await?;
+        let failed = |why: String| ApiError::SandboxFailed(format!("sandboxd's stream: {why}"));
+        let reading = async {
+            let mut chunks = response.stream()?;
+            let mut lines = stream::Lines::default();
+            while let Some(chunk) = chunks.next().await {
+                for line in lines.feed(&chunk?) {
+                    match stream::parse(&line).map_err(failed)? {
+                        stream::Line::Start => {}
+                        stream::Line::Output { stream, data } => output(&stream, &data),
+                        stream::Line::End(result) => {
+                            return RawValue::from_string(result).map_err(|e| failed(e.to_string()))
+                        }
+                    }
+                }
+            }
+            Err(failed("it ended before the command did".into()))
+        };
+        let left = limit.saturating_sub(clock::now_ms() - started).max(1);
+        timeout::within(left, reading)
+            .await
+            .ok_or(ApiError::SandboxTimeout(limit))?
     }
 
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {

@@ -131,6 +131,48 @@ describe("hostile input", () => {
   });
 });
 
+describe("a shell no command can break", () => {
+  let sandboxd, worker;
+  before(async () => {
+    sandboxd = await startSandboxd({ args: ["--max-sessions", "2"] });
+    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+  });
+
+  test("commands that break their shell, from exec or a <run> tag: the next command works at once, files kept", async () => {
+    const room = `/api/rooms/${randomUUID()}`;
+    await worker.api("POST", `${room}/sandbox/exec`, { cmd: "echo kept > f.txt" });
+    const breakers = ["enable -n eval", "shopt -s expand_aliases; alias builtin=echo", "builtin() { sleep 30; }", "enable -n printf", "exec >/dev/null", "set -n", "kill -9 $$"];
+    for (const [i, cmd] of breakers.entries()) {
+      // (A command that hangs its own end, like the `builtin` function, waits out its own limit.)
+      const broke = i % 2 === 0
+        ? await worker.api("POST", `${room}/sandbox/exec`, { cmd, timeoutMs: 3000 })
+        : await worker.api("POST", `${room}/message`, { text: `raw <run>${cmd}</run>` });
+      assert.equal(broke.status, 200, `${cmd}: ${broke.text}`);
+      const started = Date.now();
+      const next = await worker.api("POST", `${room}/sandbox/exec`, { cmd: "cat f.txt" });
+      assert.equal(next.json.result.stdout, "kept\n", `after ${cmd}: ${next.text}`);
+      assert.ok(Date.now() - started < 5_000, `after ${cmd}: ${Date.now() - started} ms, not a full timeout`);
+      assert.doesNotMatch(broke.text + next.text, /__sandboxd_[0-9a-f]{32}/, `${cmd}: no marker`);
+    }
+    await worker.api("DELETE", room);
+  });
+
+  test("a sandboxd at its cap of shells is a JSON 503, and other rooms keep working", async () => {
+    const rooms = [randomUUID(), randomUUID(), randomUUID()].map((id) => `/api/rooms/${id}`);
+    assert.equal((await worker.api("POST", `${rooms[0]}/sandbox/exec`, { cmd: "true" })).status, 200);
+    assert.equal((await worker.api("POST", `${rooms[1]}/sandbox/exec`, { cmd: "true" })).status, 200);
+    const over = await worker.api("POST", `${rooms[2]}/sandbox/exec`, { cmd: "true" });
+    assert.equal(over.status, 503, over.text);
+    assert.match(over.json.error, /too many sandboxes/);
+    assert.equal((await worker.api("POST", `${rooms[0]}/sandbox/exec`, { cmd: "echo still" })).json.result.stdout, "still\n");
+    for (const room of rooms) await worker.api("DELETE", room);
+  });
+});
+
 describe("errors and logs carry no secrets or echoed text", () => {
   let ai, worker;
   before(async () => {

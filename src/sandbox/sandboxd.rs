@@ -86,16 +86,7 @@ impl<'a> Sandboxd<'a> {
     /// Runs one command in a started sandbox; sandboxd's answer comes back as
     /// it was sent, checked to be a JSON object but not rebuilt.
     pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<Box<RawValue>, ApiError> {
-        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
-        let mut response = self
-            .call(
-                Method::Post,
-                &format!("/v1/sandboxes/{name}/exec"),
-                Some(JsValue::from_str(&body)),
-                limit,
-            )
-            .await?;
+        let (mut response, _) = self.post_command(name, "exec", request).await?;
         let unexpected = |why: String| {
             ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {why}"))
         };
@@ -120,17 +111,8 @@ impl<'a> Sandboxd<'a> {
         request: &ExecRequest,
         mut output: impl FnMut(&str, &str),
     ) -> Result<Box<RawValue>, ApiError> {
-        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
         let started = clock::now_ms();
-        let mut response = self
-            .call(
-                Method::Post,
-                &format!("/v1/sandboxes/{name}/exec/stream"),
-                Some(JsValue::from_str(&body)),
-                limit,
-            )
-            .await?;
+        let (mut response, limit) = self.post_command(name, "exec/stream", request).await?;
         let failed = |why: String| ApiError::SandboxFailed(format!("sandboxd's stream: {why}"));
         let reading = async {
             let mut chunks = response.stream()?;
@@ -152,6 +134,24 @@ impl<'a> Sandboxd<'a> {
         timeout::within(left, reading)
             .await
             .ok_or(ApiError::SandboxTimeout(limit))?
+    }
+
+    /// Sends a command to sandboxd's `route` (`exec` or `exec/stream`);
+    /// answers the response and the bound it was given: the command's limit
+    /// plus [`SANDBOXD_MARGIN_MS`].
+    async fn post_command(
+        &self,
+        name: &str,
+        route: &str,
+        request: &ExecRequest,
+    ) -> Result<(Response, u64), ApiError> {
+        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
+        let path = format!("/v1/sandboxes/{name}/{route}");
+        let response = self
+            .call(Method::Post, &path, Some(JsValue::from_str(&body)), limit)
+            .await?;
+        Ok((response, limit))
     }
 
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {

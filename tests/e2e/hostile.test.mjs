@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { LIMITS } from "./support/limits.mjs";
-import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { startStack, startWorker } from "./support/stack.mjs";
 const ESC = "\u001b";
 /** Any C0/C1 control but newline and tab: what chat text must never carry. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
@@ -32,15 +32,12 @@ function raw(url, bytes, { hangUp = false } = {}) {
 }
 
 describe("hostile input", () => {
-  let sandboxd, worker;
+  let stack, worker;
   before(async () => {
-    sandboxd = await startSandboxd();
-    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+    stack = await startStack();
+    worker = stack.worker;
   });
-  after(async () => {
-    await worker.stop();
-    await sandboxd.stop();
-  });
+  after(() => stack.stop());
   const room = () => `/api/rooms/${randomUUID()}`;
 
   test("cleanup is final: an exchange in flight during DELETE stores nothing and runs nothing", async () => {
@@ -132,15 +129,12 @@ describe("hostile input", () => {
 });
 
 describe("a shell no command can break", () => {
-  let sandboxd, worker;
+  let stack, worker;
   before(async () => {
-    sandboxd = await startSandboxd({ args: ["--max-sessions", "2"] });
-    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+    stack = await startStack({ sandboxd: { args: ["--max-sessions", "2"] } });
+    worker = stack.worker;
   });
-  after(async () => {
-    await worker.stop();
-    await sandboxd.stop();
-  });
+  after(() => stack.stop());
 
   test("commands that break their shell, from exec or a <run> tag: the next command works at once, files kept", async () => {
     const room = `/api/rooms/${randomUUID()}`;

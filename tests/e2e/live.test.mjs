@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { startStack, startWorker } from "./support/stack.mjs";
 
 /** A watcher: its events in arrival order (with arrival times). */
 function watch(base, room, { protocols = ["duet.v1"], ack = true } = {}) {
@@ -57,15 +57,12 @@ const ofType = (type) => (events) => events.filter((e) => e.type === type);
 const first = (type) => (events) => events.find((e) => e.type === type);
 
 describe("the live feed", () => {
-  let sandboxd, worker;
+  let stack, worker;
   before(async () => {
-    sandboxd = await startSandboxd();
-    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+    stack = await startStack();
+    worker = stack.worker;
   });
-  after(async () => {
-    await worker.stop();
-    await sandboxd.stop();
-  });
+  after(() => stack.stop());
 
   test("two watchers see the history, each other's messages and a command's output in order", async () => {
     const room = randomUUID();

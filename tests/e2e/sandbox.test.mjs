@@ -4,20 +4,17 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { freePort, startSandboxd, startWorker } from "./support/stack.mjs";
+import { freePort, startStack, startWorker } from "./support/stack.mjs";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe("sandbox exec, <run> tags and cleanup", () => {
-  let sandboxd, worker;
+  let stack, worker;
   before(async () => {
-    sandboxd = await startSandboxd();
-    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url } });
+    stack = await startStack();
+    worker = stack.worker;
   });
-  after(async () => {
-    await worker.stop();
-    await sandboxd.stop();
-  });
+  after(() => stack.stop());
   const newRoom = () => randomUUID();
   const exec = (room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
 

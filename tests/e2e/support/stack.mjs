@@ -149,6 +149,23 @@ export async function startSandboxd({ root = tempDir("sandboxes"), port, args = 
   };
 }
 
+/**
+ * The worker with a real sandboxd behind SANDBOX_URL: `{ sandboxd, worker,
+ * stop }`. `sandboxd` takes startSandboxd's options; the rest startWorker's.
+ */
+export async function startStack({ sandboxd: sandboxdOptions = {}, vars = {}, ...options } = {}) {
+  const sandboxd = await startSandboxd(sandboxdOptions);
+  const worker = await startWorker({ ...options, vars: { SANDBOX_URL: sandboxd.url, ...vars } });
+  return {
+    sandboxd,
+    worker,
+    stop: async () => {
+      await worker.stop();
+      await sandboxd.stop();
+    },
+  };
+}
+
 /** JSON-over-HTTP calls that return status, headers, parsed body and raw text. */
 export function client(base, defaultHeaders = {}) {
   return async function api(method, route, body, headers = {}) {

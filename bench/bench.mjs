@@ -262,6 +262,83 @@ async function workerLatency(sandboxd) {
   results.sections.worker = s;
 }
 
+/** The agent loop: a /message by the number of model answers it takes (scripted model, `true`-fast commands). */
+async function rounds(sandboxd) {
+  const w = await serveWorker({ SANDBOX_URL: sandboxd.url }, tempDir("bench-rounds"));
+  cleanup.push(() => w.stop());
+  const scripts = { 1: "hello", 2: "steps true", 4: "forever" };
+  const s = {};
+  loadavg("agent loop rounds");
+  for (const [n, text] of Object.entries(scripts)) {
+    log(`agent loop: ${n} round(s)`);
+    s[`rounds${n}`] = await load({
+      count: scale(60),
+      concurrency: 1,
+      request: async (i) => {
+        const body = JSON.parse(await postJson(`${w.url}/api/rooms/rounds-${n}-${i}/message`, { text }));
+        // One command per answer but the last (every answer of `forever` runs one).
+        const commands = (body.reply.match(/^Output \(/gm) ?? []).length;
+        if (commands !== { 1: 0, 2: 1, 4: 4 }[n]) throw new Error(`${commands} commands for ${n} answers: ${body.reply.slice(0, 200)}`);
+      },
+    });
+  }
+  await w.stop();
+  cleanup.pop();
+  results.sections.rounds = s;
+}
+
+/**
+ * Rooms that sleep: sandboxd's archive (save) and restore of a small and a
+ * 50 MB workspace, and the first command of a woken room through the worker
+ * (sleep after 1 idle second; the restore is part of that command).
+ */
+async function lifecycle(sandboxd) {
+  const s = { save: {}, restore: {}, wake: {} };
+  const sizes = { small: "printf 'hello\\n' > a.txt && mkdir -p src && seq 1000 > src/n.txt", mb50: "for i in $(seq 50); do head -c 786432 /dev/urandom | base64 -w 0 > blob$i.txt; done" };
+  loadavg("lifecycle");
+  for (const [size, make] of Object.entries(sizes)) {
+    log(`lifecycle: save and restore (${size})`);
+    const name = `sandbox-bench-life-${size}`;
+    await postJson(`${sandboxd.url}/v1/sandboxes/${name}/exec`, { cmd: make, timeoutMs: 60_000 });
+    const saves = [], restores = [];
+    let bytes = 0;
+    for (let i = 0; i < (QUICK ? 2 : 5); i++) {
+      let t = performance.now();
+      const archive = Buffer.from(await (await fetch(`${sandboxd.url}/v1/sandboxes/${name}/archive`)).arrayBuffer());
+      saves.push(performance.now() - t);
+      bytes = archive.length;
+      t = performance.now();
+      const res = await fetch(`${sandboxd.url}/v1/sandboxes/${name}/archive`, { method: "PUT", body: archive });
+      if (!res.ok) throw new Error(`restore: ${res.status} ${await res.text()}`);
+      restores.push(performance.now() - t);
+    }
+    s.save[size] = { archiveBytes: bytes, ...stats(saves) };
+    s.restore[size] = stats(restores);
+    await fetch(`${sandboxd.url}/v1/sandboxes/${name}`, { method: "DELETE" });
+
+    log(`lifecycle: a woken room's first command (${size})`);
+    const w = await serveWorker({ SANDBOX_URL: sandboxd.url, SANDBOX_IDLE_SECONDS: "1" }, tempDir("bench-wake"));
+    cleanup.push(() => w.stop());
+    const wakes = [];
+    for (let i = 0; i < (QUICK ? 1 : 3); i++) {
+      const room = `wake-${size}-${i}-${Date.now()}`;
+      await postJson(`${w.url}/api/rooms/${room}/sandbox/exec`, { cmd: make, timeoutMs: 25_000 });
+      // Asleep once sandboxd no longer has the room's workspace.
+      const workspace = path.join(sandboxd.root, `sandbox-${room}`);
+      for (let k = 0; k < 600 && fs.existsSync(workspace); k++) await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 200));
+      const t = performance.now();
+      const body = JSON.parse(await postJson(`${w.url}/api/rooms/${room}/sandbox/exec`, { cmd: "ls | wc -l" }));
+      wakes.push(performance.now() - t);
+      if (body.result?.exitCode !== 0) throw new Error(`woken exec: ${JSON.stringify(body).slice(0, 200)}`);
+    }
+    s.wake[size] = stats(wakes);
+    await w.stop();
+    cleanup.pop();
+  }
+  results.sections.lifecycle = s;
+}
+
 function derive() {
   const { floors: f, sandboxd: d, worker: w } = results.sections;
   const forkP50 = f.spawn.forkExec.p50;
@@ -289,6 +366,8 @@ try {
   await sandboxdAlone(sandboxd);
   await coldStart(sandboxd);
   await workerLatency(sandboxd);
+  await rounds(sandboxd);
+  await lifecycle(sandboxd);
   loadavg("end");
   derive();
   fs.mkdirSync(path.dirname(out), { recursive: true });

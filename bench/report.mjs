@@ -1,14 +1,21 @@
 // Turns bench/results/latest.json (and size-experiments.json when present)
 // into docs/benchmarks.md and docs/benchmarks.svg.
+//
+//   node bench/report.mjs [RESULTS.json [OUT_DIR]]
+//
+// reads another results file, and writes benchmarks.md and benchmarks.svg
+// into another directory (default docs/), e.g. to try the report on a copy.
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const r = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/latest.json"), "utf8"));
+const resultsFile = path.resolve(process.argv[2] ?? path.join(ROOT, "bench/results/latest.json"));
+const outDir = path.resolve(process.argv[3] ?? path.join(ROOT, "docs"));
+const r = JSON.parse(fs.readFileSync(resultsFile, "utf8"));
 const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
 const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
-const { floors, sandboxd: sd, coldStart, worker, upload } = r.sections;
+const { floors, sandboxd: sd, coldStart, worker, upload, compare } = r.sections;
 const d = r.derived;
 
 const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -17,7 +24,7 @@ const bytes = (b) => `${b.toLocaleString("en-US")} B (${kib(b)})`;
 const LEVELS = ["c1", "c8", "c32"];
 const lines = [];
 const p = (...a) => lines.push(...a);
-const loads = r.load.map((l) => l.loadavg[0]);
+const loads = [...r.load, ...(compare?.load ?? [])].map((l) => l.loadavg[0]);
 
 // ---- targets
 const TARGET_GZIP = 200 * 1024;
@@ -93,7 +100,34 @@ const latRow = (label, c, s) => `| ${label} | ${c.slice(1)} | ${ms(s.p50)} | ${m
 p("| endpoint | concurrency | p50 | p95 | p99 | req/s | requests |", "|---|---:|---:|---:|---:|---:|---:|");
 for (const [key, label] of [["health", "GET /health"], ["history", "GET /messages (empty room)"], ["message", "POST /message"], ["exec", "POST /sandbox/exec `true`"]]) for (const c of LEVELS) if (worker[key]?.[c]) p(latRow(label, c, worker[key][c]));
 p("", "![p50 and p99 latency per endpoint and concurrency](benchmarks.svg)", "");
-p("Bars are p50, whiskers reach p99; the dashed lines are the floors (loopback HTTP round trip at concurrency 1 and fork+exec of /bin/true). Log scale.", "");
+p(`Bars are p50, whiskers reach p99; the dashed lines are the floors (loopback HTTP round trip at concurrency 1 and fork+exec of /bin/true). Log scale.${compare ? " The last groups are the side-by-side runs below: the Rust worker (solid) against the JavaScript reference (light), both under wrk." : ""}`, "");
+
+// ---- the Rust worker against the JavaScript reference
+const COMPARED = [["health", "GET /health"], ["history", "GET /messages"], ["message", "POST /message"], ["exec", "POST /sandbox/exec `true`"]];
+if (compare) {
+  const cs = compare.settings;
+  const ratio = (x) => (x == null ? "–" : `${x.toFixed(2)}×`);
+  const more = (x) => (x >= 1 ? `${((x - 1) * 100).toFixed(0)}% more` : `${((1 - x) * 100).toFixed(0)}% fewer`);
+  p("## Rust worker vs JavaScript reference", "");
+  p(`\`bench/reference/index.js\` is the same worker written plainly in JavaScript (one module, no dependencies): the same routes, limits and error bodies, the same Durable Objects and SQLite tables written and read at the same moments (on workerd the response to a request that wrote waits for the commit, so a reference that wrote more would measure storage, not language), the same model input, \`<run>\` rounds and sandboxd calls. \`bench/compare.mjs\` serves both on workerd the same way (each in its own process, each with the scripted AI stand-in, one shared sandboxd), first checks that they answer alike (${compare.smoke.requests} requests, ${compare.smoke.differences} differences; also \`node --test bench/compare.test.mjs\`), then loads each with wrk (${cs.threads} threads, ${cs.connections} connections, keep-alive; a separate process): ${cs.rounds} round${cs.rounds === 1 ? "" : "s"} of ${cs.seconds} s per worker and endpoint after ${cs.warmSeconds} s of warm-up, alternating Rust, JS, Rust, JS, …. The room endpoints are spread over ${cs.rooms} rooms (so ${cs.rooms} DuetAgent or Sandbox objects, and for exec the same ${cs.rooms} shells for both workers); each room's history is full (20 messages) before measuring, and the model answers at once without \`<run>\` tags. Figures are medians over the rounds; the ratios are medians of the per-round ratios (throughput above 1× and latency below 1× favour Rust).`, "");
+  if (compare.quick) p(`**Quick run (\`BENCH_QUICK=1\`, ${cs.rounds} rounds of ${cs.seconds} s): do not quote these figures.**`, "");
+  p("| endpoint | worker | req/s | p50 ms | p99 ms | errors | Rust/JS req/s | Rust/JS p99 |", "|---|---|---:|---:|---:|---:|---:|---:|");
+  for (const [key, label] of COMPARED) {
+    const e = compare.endpoints[key];
+    if (!e) continue;
+    const errs = (s) => (s.errors ? `**${s.errors}** (${Object.entries(s.errorKinds).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(", ")})` : "0");
+    p(`| ${label} | Rust | ${e.rust.requestsPerSec.toFixed(0)} | ${ms(e.rust.p50Ms)} | ${ms(e.rust.p99Ms)} | ${errs(e.rust)} | **${ratio(e.ratio.throughput)}** | **${ratio(e.ratio.p99)}** |`);
+    p(`| | JavaScript | ${e.js.requestsPerSec.toFixed(0)} | ${ms(e.js.p50Ms)} | ${ms(e.js.p99Ms)} | ${errs(e.js)} | | |`);
+  }
+  p("");
+  for (const [key, label] of COMPARED) {
+    const e = compare.endpoints[key];
+    if (!e) continue;
+    const perRound = (s) => s.rounds.map((x) => x.requestsPerSec.toFixed(0)).join(", ");
+    p(`- ${label}: Rust serves ${more(e.ratio.throughput)} requests per second than the reference (per round, req/s: Rust ${perRound(e.rust)}; JS ${perRound(e.js)}), p50 ${ratio(e.ratio.p50)}, p99 ${ratio(e.ratio.p99)}.`);
+  }
+  p("");
+}
 
 p("## sandboxd alone", "");
 p("Straight to sandboxd's HTTP API (`POST /v1/sandboxes/{name}/exec`) with the same client. Milliseconds.", "");
@@ -123,6 +157,28 @@ for (const c of LEVELS) {
 }
 p("");
 
+const { rounds, lifecycle } = r.sections;
+if (rounds) {
+  p("## The agent loop", "");
+  p("One `/message` by the number of model answers it takes (the scripted model answers at once; each answer but the last runs one `true`), concurrency 1: what the loop itself costs per round.", "");
+  p("| answers | commands | p50 | p95 | p99 | n |", "|---:|---:|---:|---:|---:|---:|");
+  for (const [n, commands] of [["1", 0], ["2", 1], ["4", 4]]) {
+    const x = rounds[`rounds${n}`];
+    if (x) p(`| ${n} | ${commands} | ${ms(x.p50)} | ${ms(x.p95)} | ${ms(x.p99)} | ${x.completed} |`);
+  }
+  p("");
+}
+if (lifecycle) {
+  p("## Rooms that sleep", "");
+  p("sandboxd's archive of a workspace (save, `GET /v1/sandboxes/{name}/archive`) and its restore into a fresh sandbox (`PUT`), and a woken room's first command through the worker (the restore of its archive from the object's storage included), for a small workspace and one of 50 files of base64 (about 50 MB).", "");
+  p("| workspace | archive | save p50 | restore p50 | woken room's first command p50 |", "|---|---:|---:|---:|---:|");
+  for (const [size, label] of [["small", "small (two files)"], ["mb50", "50 MB"]]) {
+    const sv = lifecycle.save[size], rs = lifecycle.restore[size], wk = lifecycle.wake[size];
+    if (sv) p(`| ${label} | ${bytes(sv.archiveBytes)} | ${ms(sv.p50)} ms | ${ms(rs.p50)} ms | ${ms(wk.p50)} ms |`);
+  }
+  p("");
+}
+
 p("## Where the time goes", "");
 p(`- Worker \`/health\` (no Durable Object) costs ${ms(d.workerHealthOverFloorP50)} ms p50 above the loopback floor: workerd's HTTP handling, entering the wasm, routing and the per-request JSON log line.`);
 p(`- \`/sandbox/exec\` adds ${ms(d.workerAddsToExecP50)} ms p50 to sandboxd's own ${ms(d.sandboxdTrueP50)} ms. Split (p50 differences at concurrency 1): the front worker ${ms(d.workerHealthOverFloorP50)} ms over the loopback floor (\`/health\`), the hop to a Durable Object ${ms(d.objectHopP50)} ms (\`GET /messages\` of an empty room minus \`/health\`), and the object's fetch to sandboxd with the result parsed and re-serialised ${ms(d.sandboxdCallFromObjectP50)} ms (exec minus \`GET /messages\` minus sandboxd's own time).`);
@@ -149,17 +205,27 @@ if (sx) {
     p("");
   }
 }
-fs.mkdirSync(path.join(ROOT, "docs"), { recursive: true });
+fs.mkdirSync(outDir, { recursive: true });
 const proposalsFile = path.join(ROOT, "bench/proposals.md");
 if (fs.existsSync(proposalsFile)) p(fs.readFileSync(proposalsFile, "utf8").trim(), "");
-fs.writeFileSync(path.join(ROOT, "docs/benchmarks.md"), lines.join("\n").replace(/\n{3,}/g, "\n\n") + "\n");
+fs.writeFileSync(path.join(outDir, "benchmarks.md"), lines.join("\n").replace(/\n{3,}/g, "\n\n") + "\n");
 
 // ---- the plot
 const rows = [];
 for (const c of LEVELS) rows.push({ group: "loopback HTTP floor", c, s: floors.http[c], color: "#9e9e9e" });
 for (const c of LEVELS) rows.push({ group: "sandboxd `true`", c, s: c === "c1" ? sd.true : sd.trueConcurrent[c], color: "#8d6e63" });
-for (const [key, label, color] of [["health", "worker GET /health", "#1e88e5"], ["message", "worker POST /message", "#43a047"], ["exec", "worker POST /sandbox/exec", "#fb8c00"]]) for (const c of LEVELS) rows.push({ group: label, c, s: worker[key][c], color });
-const W = 900, left = 250, right = 30, top = 50, rowH = 20, gap = 10;
+for (const [key, label, color] of [["health", "worker GET /health", "#1e88e5"], ["message", "worker POST /message", "#43a047"], ["exec", "worker POST /sandbox/exec", "#fb8c00"]]) {
+  for (const c of LEVELS) rows.push({ group: label, c, s: worker[key][c], color });
+  // The side-by-side runs (wrk), the reference in a light shade of the same colour.
+  const e = compare?.endpoints[key];
+  if (e) {
+    const conns = compare.settings.connections;
+    rows.push({ group: label, label: `Rust · wrk c=${conns}`, s: { p50: e.rust.p50Ms, p99: e.rust.p99Ms }, color });
+    rows.push({ group: label, label: `JS reference · wrk c=${conns}`, s: { p50: e.js.p50Ms, p99: e.js.p99Ms }, color, light: true });
+  }
+}
+for (const row of rows) row.label ??= `${row.group} · c=${row.c.slice(1)}`;
+const W = 900, left = 250, right = 30, top = compare ? 66 : 50, rowH = 20, gap = 10;
 const groups = [...new Set(rows.map((x) => x.group))];
 const H = top + rows.length * rowH + groups.length * gap + 50;
 const all = rows.flatMap((x) => [x.s.p50, x.s.p99]).concat([floors.spawn.forkExec.p50]);
@@ -168,6 +234,13 @@ const X = (v) => left + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Ma
 const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/`/g, "");
 const svg = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`, `<rect width="${W}" height="${H}" fill="#fff"/>`];
 svg.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">Latency p50 (bar) and p99 (whisker), ms, log scale, by concurrency</text>`);
+if (compare) {
+  // Legend for the side-by-side rows.
+  const lx = 40;
+  svg.push(`<rect x="${lx}" y="34" width="14" height="12" fill="#555"/><text x="${lx + 20}" y="44">Rust worker (build/)</text>`);
+  svg.push(`<rect x="${lx + 160}" y="34" width="14" height="12" fill="#555" fill-opacity="0.3" stroke="#555"/><text x="${lx + 180}" y="44">JavaScript reference (bench/reference/)</text>`);
+  svg.push(`<text x="${lx + 450}" y="44" fill="#555">wrk rows: ${compare.settings.connections} connections, median of ${compare.settings.rounds} round${compare.settings.rounds === 1 ? "" : "s"}</text>`);
+}
 for (let v = lo; v <= hi; v *= 10) {
   for (const k of [1, 2, 5]) {
     const t = v * k;
@@ -184,8 +257,9 @@ for (const row of rows) {
     last = row.group;
   }
   const cy = y + rowH / 2;
-  svg.push(`<text x="${left - 8}" y="${cy + 4}" text-anchor="end">${esc(row.group)} · c=${row.c.slice(1)}</text>`);
-  svg.push(`<rect x="${X(lo)}" y="${y + 3}" width="${Math.max(1, X(row.s.p50) - X(lo))}" height="${rowH - 6}" fill="${row.color}"><title>${esc(row.group)} c=${row.c.slice(1)}: p50 ${ms(row.s.p50)} ms, p99 ${ms(row.s.p99)} ms</title></rect>`);
+  svg.push(`<text x="${left - 8}" y="${cy + 4}" text-anchor="end">${esc(row.label)}</text>`);
+  const fill = row.light ? `fill="${row.color}" fill-opacity="0.3" stroke="${row.color}"` : `fill="${row.color}"`;
+  svg.push(`<rect x="${X(lo)}" y="${y + 3}" width="${Math.max(1, X(row.s.p50) - X(lo))}" height="${rowH - 6}" ${fill}><title>${esc(row.group)}, ${esc(row.label)}: p50 ${ms(row.s.p50)} ms, p99 ${ms(row.s.p99)} ms</title></rect>`);
   svg.push(`<line x1="${X(row.s.p50)}" y1="${cy}" x2="${X(row.s.p99)}" y2="${cy}" stroke="#333"/><line x1="${X(row.s.p99)}" y1="${y + 5}" x2="${X(row.s.p99)}" y2="${y + rowH - 5}" stroke="#333"/>`);
   svg.push(`<text x="${X(row.s.p99) + 4}" y="${cy + 4}" fill="#333" font-size="10">${ms(row.s.p50)} / ${ms(row.s.p99)}</text>`);
   y += rowH;
@@ -197,5 +271,5 @@ svg.push(`<text x="${left}" y="${H - 8}" fill="#d32f2f">- - loopback HTTP floor 
 svg.push(`<text x="${left + 280}" y="${H - 8}" fill="#7b1fa2">- - fork+exec /bin/true p50 ${ms(floors.spawn.forkExec.p50)} ms</text>`);
 svg.push(`<text x="${W - right}" y="${H - 8}" text-anchor="end" fill="#555">${esc(r.date.slice(0, 10))}, ${m.nproc} CPUs</text>`);
 svg.push("</svg>");
-fs.writeFileSync(path.join(ROOT, "docs/benchmarks.svg"), svg.join("\n") + "\n");
-console.error("wrote docs/benchmarks.md and docs/benchmarks.svg");
+fs.writeFileSync(path.join(outDir, "benchmarks.svg"), svg.join("\n") + "\n");
+console.error(`wrote ${path.relative(ROOT, path.join(outDir, "benchmarks.md"))} and benchmarks.svg`);

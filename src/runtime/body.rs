@@ -22,10 +22,18 @@ pub fn check_declared_length(req: &Request) -> Result<Option<u64>, ApiError> {
     }
 }
 
-/// The whole body, at most [`MAX_BODY_BYTES`].
+/// The whole body, at most [`MAX_BODY_BYTES`]. A body of declared length
+/// (within the limit) is read in one call; only one without a length is
+/// read piece by piece, to cut it off as soon as it passes the limit.
 pub async fn read(req: &mut Request) -> Result<Vec<u8>, ApiError> {
     let declared = check_declared_length(req)?;
-    let mut body = Vec::with_capacity(declared.map_or(0, |len| len as usize));
+    if declared.is_some() {
+        return req
+            .bytes()
+            .await
+            .map_err(|e| ApiError::UnreadableBody(e.to_string()));
+    }
+    let mut body = Vec::new();
     let Ok(mut stream) = req.stream() else {
         return Ok(body); // no body at all
     };

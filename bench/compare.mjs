@@ -1,0 +1,260 @@
+// The Rust worker against the JavaScript reference (bench/reference/), side
+// by side on this machine: each served on workerd by stack.mjs in a process
+// of its own (bench/lib/serve-worker.mjs), each with the scripted AI
+// stand-in, both calling one shared sandboxd; the load comes from wrk, a
+// separate process (bench/lib/wrk-rooms.lua).
+//
+// First both workers get the same requests and must give the same answers
+// (bench/lib/compare-smoke.mjs). Then, for GET /health, POST /message
+// (spread over 50 rooms, each filled to its 20-message window first) and
+// POST /sandbox/exec `true` (the same 50 rooms, so the same 50 shells for
+// both), each worker is warmed up, then measured in alternating rounds:
+// Rust, JS, Rust, JS, ...
+//
+//   node bench/compare.mjs                       # writes bench/results/compare.json
+//   node bench/compare.mjs --merge FILE.json     # sets FILE's sections.compare
+//   BENCH_QUICK=1 node bench/compare.mjs         # 2 rounds of 3 s instead of 5 of 10
+//
+// COMPARE_ROUNDS, COMPARE_SECONDS, COMPARE_CONNECTIONS and COMPARE_ENDPOINTS
+// (of health, history, message, exec; default "health,message,exec")
+// override the defaults. Needs wrk on PATH.
+import { execFileSync, fork, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
+import { compareAnswers } from "./lib/compare-smoke.mjs";
+import { load, postJson, round } from "./lib/load.mjs";
+
+const QUICK = process.env.BENCH_QUICK === "1";
+const int = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback);
+const ROUNDS = int("COMPARE_ROUNDS", QUICK ? 2 : 5);
+const SECONDS = int("COMPARE_SECONDS", QUICK ? 3 : 10);
+const WARM_SECONDS = 2;
+const CONNECTIONS = int("COMPARE_CONNECTIONS", 8);
+const THREADS = 2;
+const ROOMS = 50;
+const ENDPOINTS = [
+  { key: "health", label: "GET /health" },
+  // Not measured by default: the object hop without a write (COMPARE_ENDPOINTS).
+  { key: "history", label: "GET /messages", optional: true },
+  { key: "message", label: "POST /message" },
+  { key: "exec", label: "POST /sandbox/exec `true`" },
+].filter((e) => (process.env.COMPARE_ENDPOINTS ? process.env.COMPARE_ENDPOINTS.split(",").includes(e.key) : !e.optional));
+const WORKERS = [
+  { key: "rust", label: "Rust (build/)", buildDir: path.join(ROOT, "build") },
+  { key: "js", label: "JavaScript reference (bench/reference/)", buildDir: path.join(ROOT, "bench/reference") },
+];
+const LUA = path.join(ROOT, "bench/lib/wrk-rooms.lua");
+
+const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" } } });
+const out = args.merge ?? args.out ?? path.join(ROOT, "bench/results/compare.json");
+
+const cleanup = [];
+const loadavgs = [];
+function log(...a) {
+  console.error(`[compare ${(performance.now() / 1000).toFixed(1)}s]`, ...a);
+}
+function loadavg(label) {
+  loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) });
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The median; of an even count, the mean of the middle two. */
+function median(values) {
+  const v = [...values].sort((a, b) => a - b);
+  const m = Math.floor(v.length / 2);
+  return round(v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2, 3);
+}
+
+function wrkVersion() {
+  try {
+    execFileSync("wrk", ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    // wrk prints its version and usage, then exits 1.
+    const text = `${e.stdout ?? ""}${e.stderr ?? ""}`;
+    if (/^wrk /m.test(text)) return text.split("\n")[0].replace(/ \[.*$/, "").trim();
+    throw new Error("wrk is not installed (Debian: apt-get install wrk)");
+  }
+  return "wrk";
+}
+
+/** A worker on workerd in a process of its own (lib/serve-worker.mjs). */
+async function serve(worker, vars) {
+  const persistDir = tempDir(`compare-${worker.key}`);
+  const child = fork(path.join(ROOT, "bench/lib/serve-worker.mjs"), [], {
+    env: { ...process.env, BENCH_VARS: JSON.stringify(vars), BENCH_PERSIST: persistDir, BENCH_BUILD_DIR: worker.buildDir },
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  const exited = new Promise((r) => child.once("exit", r));
+  const { url } = await Promise.race([
+    new Promise((r) => child.once("message", r)),
+    exited.then(() => { throw new Error(`${worker.key} worker host exited`); }),
+  ]);
+  return {
+    url,
+    stop: async () => {
+      if (child.connected) child.send("stop");
+      await Promise.race([exited, sleep(5000)]);
+      child.kill();
+      fs.rmSync(persistDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One wrk run; its figures (latency in ms). */
+function wrk(url, mode, seconds) {
+  const argv = ["-t", String(THREADS), "-c", String(CONNECTIONS), "-d", `${seconds}s`, "--timeout", "10s", "-s", LUA, url];
+  const env = { ...process.env, COMPARE_MODE: mode, COMPARE_ROOMS: String(ROOMS), COMPARE_PREFIX: `cmp-${mode}`, COMPARE_THREADS: String(THREADS) };
+  return new Promise((resolve, reject) => {
+    const child = spawn("wrk", argv, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => (stdout += c));
+    child.stderr.on("data", (c) => (stderr += c));
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      const line = stdout.split("\n").find((l) => l.startsWith("WRK_JSON "));
+      if (code !== 0 || !line) return reject(new Error(`wrk exited ${code}: ${stderr || stdout}`));
+      const w = JSON.parse(line.slice("WRK_JSON ".length));
+      const errors = w.errors.connect + w.errors.read + w.errors.write + w.errors.status + w.errors.timeout;
+      const ms = (us) => round(us / 1000, 3);
+      resolve({
+        requests: w.requests,
+        seconds: round(w.durationUs / 1e6, 3),
+        requestsPerSec: round(w.requests / (w.durationUs / 1e6), 1),
+        p50Ms: ms(w.latencyUs.p50),
+        p90Ms: ms(w.latencyUs.p90),
+        p99Ms: ms(w.latencyUs.p99),
+        maxMs: ms(w.latencyUs.max),
+        meanMs: ms(w.latencyUs.mean),
+        errors,
+        errorKinds: w.errors,
+      });
+    });
+  });
+}
+
+/** Rooms as the Lua script names them, each in the state the measured requests expect. */
+async function prepare(base, mode) {
+  const rooms = Array.from({ length: ROOMS }, (_, k) => `cmp-${mode}-${k}`);
+  if (mode === "message" || mode === "history") {
+    // 10 exchanges = 20 messages: every measured request sees a full window.
+    const result = await load({ count: ROOMS * 10, concurrency: CONNECTIONS, maxMs: 120_000, request: (i) => postJson(`${base}/api/rooms/${rooms[i % ROOMS]}/message`, { text: `warm ${i}` }) });
+    if (result.errors) throw new Error(`filling the rooms: ${result.firstError}`);
+  } else if (mode === "exec") {
+    const result = await load({ count: ROOMS, concurrency: CONNECTIONS, maxMs: 60_000, request: (i) => postJson(`${base}/api/rooms/${rooms[i]}/sandbox/exec`, { cmd: "true" }) });
+    if (result.errors) throw new Error(`starting the shells: ${result.firstError}`);
+  }
+}
+
+function summarize(rounds) {
+  const pick = (k) => median(rounds.map((r) => r[k]));
+  const kinds = {};
+  for (const r of rounds) for (const [k, v] of Object.entries(r.errorKinds)) kinds[k] = (kinds[k] ?? 0) + v;
+  return {
+    requestsPerSec: pick("requestsPerSec"),
+    p50Ms: pick("p50Ms"),
+    p90Ms: pick("p90Ms"),
+    p99Ms: pick("p99Ms"),
+    requests: rounds.reduce((a, r) => a + r.requests, 0),
+    errors: rounds.reduce((a, r) => a + r.errors, 0),
+    errorKinds: kinds,
+    rounds,
+  };
+}
+
+async function measure(endpoint, servers) {
+  log(`${endpoint.label}: preparing rooms`);
+  for (const w of WORKERS) await prepare(servers[w.key].url, endpoint.key);
+  for (const w of WORKERS) {
+    log(`${endpoint.label}: warming up ${w.key} (${WARM_SECONDS} s)`);
+    await wrk(servers[w.key].url, endpoint.key, WARM_SECONDS);
+  }
+  loadavg(endpoint.key);
+  const rounds = { rust: [], js: [] };
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const w of WORKERS) {
+      await sleep(300);
+      const r = await wrk(servers[w.key].url, endpoint.key, SECONDS);
+      rounds[w.key].push(r);
+      log(`${endpoint.label}: round ${i + 1}/${ROUNDS} ${w.key}: ${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`);
+    }
+  }
+  const ratios = rounds.rust.map((r, i) => ({
+    throughput: round(r.requestsPerSec / rounds.js[i].requestsPerSec, 3),
+    p50: round(r.p50Ms / rounds.js[i].p50Ms, 3),
+    p99: round(r.p99Ms / rounds.js[i].p99Ms, 3),
+  }));
+  return {
+    label: endpoint.label,
+    rust: summarize(rounds.rust),
+    js: summarize(rounds.js),
+    // Rust / JS, median of the per-round ratios: throughput above 1 and
+    // latency below 1 favour Rust.
+    ratio: {
+      throughput: median(ratios.map((r) => r.throughput)),
+      p50: median(ratios.map((r) => r.p50)),
+      p99: median(ratios.map((r) => r.p99)),
+      perRound: ratios,
+    },
+  };
+}
+
+try {
+  const version = wrkVersion();
+  const sandboxd = await startSandboxd({ root: tempDir("compare-sandboxes") });
+  cleanup.push(async () => { await sandboxd.stop(); fs.rmSync(sandboxd.root, { recursive: true, force: true }); });
+  log("starting both workers");
+  const servers = {};
+  for (const w of WORKERS) {
+    servers[w.key] = await serve(w, { SANDBOX_URL: sandboxd.url });
+    cleanup.push(() => servers[w.key].stop());
+  }
+
+  log("checking that both give the same answers");
+  const smoke = await compareAnswers({ rust: servers.rust.url, js: servers.js.url });
+  if (smoke.differences.length) {
+    console.error(JSON.stringify(smoke.differences, null, 1));
+    throw new Error(`the workers answer differently (${smoke.differences.length} differences; see above)`);
+  }
+
+  const endpoints = {};
+  for (const e of ENDPOINTS) endpoints[e.key] = await measure(e, servers);
+  loadavg("end");
+
+  // Histories stayed bounded through the load.
+  const windows = {};
+  for (const w of endpoints.message ? WORKERS : []) {
+    const body = JSON.parse(await (await fetch(`${servers[w.key].url}/api/rooms/cmp-message-0/messages`)).text());
+    windows[w.key] = body.messages.length;
+  }
+
+  const section = {
+    date: new Date().toISOString(),
+    quick: QUICK,
+    settings: { rounds: ROUNDS, seconds: SECONDS, warmSeconds: WARM_SECONDS, connections: CONNECTIONS, threads: THREADS, rooms: ROOMS, wrk: version, order: "each round: Rust, then JS" },
+    workers: Object.fromEntries(WORKERS.map((w) => [w.key, w.label])),
+    smoke: { requests: smoke.requests, differences: 0 },
+    historyWindowAfterLoad: windows,
+    load: loadavgs,
+    endpoints,
+  };
+  let results;
+  if (args.merge) {
+    results = JSON.parse(fs.readFileSync(out, "utf8"));
+    results.sections ??= {};
+    results.sections.compare = section;
+  } else {
+    results = { date: section.date, quick: QUICK, machine: { nproc: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", node: process.version }, sections: { compare: section } };
+  }
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, JSON.stringify(results, null, 1) + "\n");
+  log(`wrote ${path.relative(ROOT, out)}`);
+  const f = (s) => `${s.requestsPerSec} req/s, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, ${s.errors} errors`;
+  for (const e of Object.values(endpoints)) log(`${e.label}: Rust ${f(e.rust)} | JS ${f(e.js)} | Rust/JS throughput ${e.ratio.throughput}, p99 ${e.ratio.p99}`);
+} finally {
+  for (const f of cleanup.reverse()) await Promise.resolve(f()).catch(() => {});
+}

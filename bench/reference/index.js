@@ -1,0 +1,1071 @@
+// The Duet worker written plainly in JavaScript: a reference to measure the
+// Rust worker (src/) against (bench/compare.mjs). One module, no
+// dependencies. Per request it does what the Rust worker does (as of commit
+// eadd500), storage included, since on workerd a write costs a commit that
+// the response waits for:
+//
+//   front door: route and room id, optional bearer token (DUET_API_TOKEN,
+//     also offered as a WebSocket subprotocol), a declared body length over
+//     64 KiB refused, one JSON log line per request; the request itself goes
+//     on, body unread, to the room's Durable Object: DuetAgent by room id
+//     (chat, history, cleanup) or Sandbox named `sandbox-{roomId}` (exec)
+//   DuetAgent: reads the body (at most 64 KiB), validates `{text, userId?}`,
+//     records the room's use (its SQLite row at most once a minute, or per
+//     tenth of the room's time to live if that is shorter; the expiry alarm
+//     once per object instance), asks the `AI` binding with the room's last 20
+//     messages (read from SQLite once, then kept in memory alongside the
+//     table), the same system prompt, model default and input, runs the
+//     answer's `<run>` commands through the Sandbox object and asks again
+//     with their results (the same rounds and limits), then stores the user
+//     and agent messages in one statement, trims the table to 20 and
+//     answers `{reply, messages}` with the last 20
+//   Sandbox: reads and validates `{cmd, timeoutMs?}`, records the use (the
+//     same way, by the idle time), calls sandboxd at SANDBOX_URL within the
+//     command's bound and passes its JSON result through as
+//     `{result, sandboxName}`
+//
+// Same statuses and error bodies (`{"error", "details"?}`), same SQLite
+// tables. Left out, as no benchmark reaches them: the web page and the live
+// feed (their routes are unknown here, and a room never has watchers: the
+// Sandbox object still counts its WebSockets per command and the DuetAgent
+// reads the watchers flag once, as the Rust objects do), the
+// OpenAI-compatible backend (AI_BASE_URL), containers (sandboxd is always
+// SANDBOX_URL), and an idle sandbox's sleep (its workspace is not archived;
+// the alarm only expires the room).
+//
+// Served by tests/e2e/support/stack.mjs with the bindings of wrangler.toml:
+//   startWorker({ buildDir: "bench/reference", vars: { SANDBOX_URL } })
+import { DurableObject } from "cloudflare:workers";
+
+// ---- limits (src/api/limits.rs)
+const MAX_BODY_BYTES = 64 * 1024;
+const MAX_ROOM_ID_CHARS = 128;
+const MAX_TEXT_CHARS = 8_000;
+const MAX_USER_ID_CHARS = 128;
+const MAX_CMD_CHARS = 8_000;
+const HISTORY_LIMIT = 20;
+const MAX_RUNS_PER_REPLY = 5;
+const MAX_MODEL_CALLS = 4;
+const MAX_COMMANDS_PER_MESSAGE = 8;
+const MODEL_OUTPUT_CHARS = 2_000;
+const SUMMARY_CHARS = 500;
+const MAX_HISTORY_CONTEXT_CHARS = 16_000;
+const MAX_MODEL_REPLY_CHARS = 8_000;
+const AI_TIMEOUT_MS = 15_000;
+const MESSAGE_BUDGET_MS = 25_000;
+const EXEC_DEFAULT_TIMEOUT_MS = 20_000;
+const EXEC_MAX_TIMEOUT_MS = 25_000;
+const SANDBOXD_MARGIN_MS = 2_000;
+const MIN_MODEL_CALL_MS = 3_000;
+const MIN_COMMAND_MS = 1_000;
+const SANDBOX_DESTROY_MS = 10_000;
+const COLD_START_ALLOWANCE_MS = 15_000;
+const EXEC_ANSWER_MS = 28_000;
+const SANDBOX_IDLE_SECONDS = 600;
+const ROOM_TTL_SECONDS = 3 * 24 * 3600;
+
+// ---- the model (src/ai, src/chat/context.rs)
+const DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash";
+const MAX_OUTPUT_TOKENS = 512;
+const CATALOG = "https://developers.cloudflare.com/workers-ai/models/";
+const SYSTEM_PROMPT = "You are Duet, a pair-programming assistant in a shared \
+terminal room. Several people may talk to you; be concise and practical. You can run shell \
+commands in the room's Linux sandbox (bash; files and the working directory persist between \
+commands). To run a command, write it exactly, alone, inside <run>...</run>, for example \
+<run>ls -la</run>. Use at most five <run> tags in one answer. After your answer the commands \
+run in order, and you get their results (exit code and output) in a message marked as coming \
+from the sandbox; you may then run more commands the same way, or give your final answer \
+without <run> tags. You have at most four answers and eight commands per user message, so \
+plan them. Everyone in the room sees your answers and a short summary of each command's \
+output. Never invent or predict a command's output. Only run commands that help with what \
+was asked; never run destructive commands unless asked.";
+const RESULTS_HEADER = "[Results of your commands, from the room's sandbox]";
+
+// ---- errors (src/api/error.rs): every failure is an ApiError with its status
+// (The Rust worker also names its web page and live feed, which this one lacks.)
+const ENDPOINTS = "GET /health, HEAD /health, POST /api/rooms/{roomId}/message, \
+POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
+POST /api/rooms/{roomId}/sandbox/exec, DELETE /api/rooms/{roomId}";
+
+class ApiError extends Error {
+  constructor(status, message, { details, allow } = {}) {
+    super(message);
+    this.status = status;
+    this.details = details;
+    this.allow = allow;
+  }
+}
+const invalid = (details) => new ApiError(400, "invalid request", { details });
+const badJson = (why) => new ApiError(400, `request body is not valid JSON: ${why}`);
+const notAnObject = () => new ApiError(400, "request body must be a JSON object");
+const unreadableBody = (why) => new ApiError(400, `request body could not be read: ${why}`);
+const unauthorized = () => new ApiError(401, "missing or wrong bearer token");
+const notFound = () => new ApiError(404, `no such endpoint; supported: ${ENDPOINTS}`);
+const methodNotAllowed = (allow) => new ApiError(405, `method not allowed; allowed: ${allow}`, { allow });
+const cleanedUp = () => new ApiError(409, "the room was cleaned up while this request was in flight; nothing of it was kept");
+const payloadTooLarge = () => new ApiError(413, `request body too large: the limit is ${MAX_BODY_BYTES} bytes`);
+const internal = (why) => new ApiError(500, `internal error: ${why}`);
+const aiFailed = (why) => new ApiError(502, `AI backend failed: ${why}`);
+const sandboxFailed = (why) => new ApiError(502, `sandbox failed: ${why}`);
+const aiUnavailable = (why) => new ApiError(503, `no AI backend: ${why}`);
+const sandboxUnavailable = (why) => new ApiError(503, `sandbox unavailable: ${why}`);
+const aiTimeout = (ms) => new ApiError(504, `AI backend did not answer within ${ms} ms`);
+const sandboxTimeout = (ms) => new ApiError(504, `sandbox did not answer within ${ms} ms`);
+
+/** Anything thrown, as an ApiError (a runtime failure is a 500). */
+const asApiError = (e) => (e instanceof ApiError ? e : internal(e?.message ?? String(e)));
+
+function json(status, body) {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+function errorResponse(e) {
+  const body = e.details ? { error: e.message, details: e.details } : { error: e.message };
+  const headers = { "content-type": "application/json" };
+  if (e.allow) headers.allow = e.allow;
+  return new Response(JSON.stringify(body), { status: e.status, headers });
+}
+
+const log = (line) => console.log(JSON.stringify(line));
+
+// ---- settings (src/runtime/config.rs): a blank value counts as unset
+function setting(env, name) {
+  const value = env[name];
+  return typeof value === "string" && value.trim() !== "" ? value : undefined;
+}
+function number(env, name, fallback, max) {
+  const value = setting(env, name)?.trim();
+  return value !== undefined && /^\d+$/.test(value) ? Math.min(Math.max(Number(value), 1), max) : fallback;
+}
+const secondsAsMs = (env, name, fallback) => number(env, name, fallback, Number.MAX_SAFE_INTEGER / 1000) * 1000;
+
+// ---- text (src/text.rs)
+/** Characters (code points) in `s`. */
+function charCount(s) {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      n--;
+      i++;
+    }
+  }
+  return n;
+}
+/** The longest prefix of `s` with at most `n` characters. */
+function firstChars(s, n) {
+  if (s.length <= n) return s;
+  let i = 0;
+  for (let count = 0; i < s.length && count < n; count++) {
+    const c = s.charCodeAt(i);
+    i += c >= 0xd800 && c <= 0xdbff ? 2 : 1;
+  }
+  return s.slice(0, i);
+}
+// Terminal control sequences (CSI; OSC, DCS, SOS, PM, APC up to BEL or ST;
+// two-character escapes) and control characters other than \n and \t.
+const CONTROLS = /\x1b(?:\[[^\x40-\x7e]*[\x40-\x7e]?|[\]PX^_][\s\S]*?(?:\x07|\x1b\\|$)|[\s\S]?)|[\x00-\x08\x0b-\x1f\x7f-\x9f]/gu;
+const withoutControls = (s) => s.replace(CONTROLS, "");
+
+// ---- routes (src/api/route.rs)
+/** `{action, room?}` for a method and a still percent-encoded path. */
+function parseRoute(method, path) {
+  if (path === "/health") {
+    if (method === "GET" || method === "HEAD") return { action: "health" };
+    throw methodNotAllowed("GET, HEAD");
+  }
+  if (!path.startsWith("/api/rooms/")) throw notFound();
+  const rest = path.slice("/api/rooms/".length);
+  const slash = rest.indexOf("/");
+  const segment = slash < 0 ? rest : rest.slice(0, slash);
+  const tail = slash < 0 ? "" : rest.slice(slash + 1);
+  let action;
+  if (tail === "") {
+    if (method !== "DELETE") throw methodNotAllowed("DELETE");
+    action = "cleanup";
+  } else if (tail === "message") {
+    if (method !== "POST") throw methodNotAllowed("POST");
+    action = "message";
+  } else if (tail === "messages") {
+    if (method === "POST") action = "message";
+    else if (method === "GET") action = "history";
+    else throw methodNotAllowed("GET, POST");
+  } else if (tail === "sandbox/exec") {
+    if (method !== "POST") throw methodNotAllowed("POST");
+    action = "exec";
+  } else {
+    throw notFound();
+  }
+  return { action, room: roomId(segment) };
+}
+
+/** A room's route, as the objects see it; /health never reaches them. */
+function objectRoute(method, path) {
+  const route = parseRoute(method, path);
+  if (route.action === "health") throw notFound();
+  return route;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+function roomId(segment) {
+  const bad = (why) => invalid({ roomId: [why] });
+  let decoded = segment;
+  if (segment.includes("%")) {
+    const bytes = [];
+    for (let i = 0; i < segment.length; ) {
+      if (segment[i] === "%") {
+        const hex = segment.slice(i + 1, i + 3);
+        if (!/^[0-9A-Fa-f]{2}$/.test(hex)) throw bad("is not valid percent-encoded UTF-8");
+        bytes.push(parseInt(hex, 16));
+        i += 3;
+      } else {
+        bytes.push(segment.charCodeAt(i)); // a URL path is ASCII
+        i += 1;
+      }
+    }
+    try {
+      decoded = utf8.decode(new Uint8Array(bytes));
+    } catch {
+      throw bad("is not valid percent-encoded UTF-8");
+    }
+  }
+  if (decoded === "") throw bad("must not be empty");
+  if (charCount(decoded) > MAX_ROOM_ID_CHARS) throw bad(`must be at most ${MAX_ROOM_ID_CHARS} characters`);
+  if (!/^[A-Za-z0-9._-]+$/.test(decoded)) throw bad("may contain only A-Z, a-z, 0-9, '.', '_' and '-'");
+  return decoded;
+}
+
+const sandboxName = (room) => `sandbox-${room}`;
+
+// ---- request bodies (src/runtime/body.rs, src/api/validate.rs)
+/** Refuses a body whose declared length is over the limit, unread. */
+function checkDeclaredLength(req) {
+  const declared = req.headers.get("content-length")?.trim();
+  if (declared && /^\d+$/.test(declared) && Number(declared) > MAX_BODY_BYTES) throw payloadTooLarge();
+}
+
+/** The body, never holding more than MAX_BODY_BYTES of it. */
+async function readBody(req) {
+  checkDeclaredLength(req);
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (;;) {
+    let step;
+    try {
+      step = await reader.read();
+    } catch (e) {
+      throw unreadableBody(e?.message ?? String(e));
+    }
+    if (step.done) break;
+    size += step.value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      reader.cancel().catch(() => {});
+      throw payloadTooLarge();
+    }
+    chunks.push(step.value);
+  }
+  if (chunks.length === 1) return chunks[0];
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return body;
+}
+
+function jsonObject(bytes) {
+  let value;
+  try {
+    value = JSON.parse(utf8.decode(bytes));
+  } catch (e) {
+    throw badJson(e.message);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw notAnObject();
+  return value;
+}
+
+const own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
+
+/** Per-field problems, in field-name order as the Rust worker sends them. */
+class FieldErrors {
+  fields = {};
+  add(field, why) {
+    (this.fields[field] ??= []).push(why);
+  }
+  get empty() {
+    return Object.keys(this.fields).length === 0;
+  }
+  sorted() {
+    return Object.fromEntries(Object.keys(this.fields).sort().map((k) => [k, this.fields[k]]));
+  }
+}
+
+function requiredString(object, field, errors) {
+  const value = own(object, field);
+  if (typeof value === "string") return value;
+  errors.add(field, value === undefined || value === null ? "is required" : "must be a string");
+  return undefined;
+}
+
+function checkText(field, text, maxChars, errors) {
+  if (text === "") errors.add(field, "must not be blank");
+  else if (charCount(text) > maxChars) errors.add(field, `must be at most ${maxChars} characters`);
+  else return text;
+  return undefined;
+}
+
+/** Chat text: fit for other people's terminals, trimmed. */
+const chatText = (text) => withoutControls(text).trim();
+
+/** `{"text": string, "userId"?: string}`. */
+function messageRequest(bytes) {
+  const object = jsonObject(bytes);
+  const errors = new FieldErrors();
+  const raw = requiredString(object, "text", errors);
+  const text = raw === undefined ? undefined : checkText("text", chatText(raw), MAX_TEXT_CHARS, errors);
+  let userId;
+  const id = own(object, "userId");
+  if (typeof id === "string") userId = checkText("userId", chatText(id), MAX_USER_ID_CHARS, errors);
+  else if (id !== undefined && id !== null) errors.add("userId", "must be a string");
+  if (text === undefined || !errors.empty) throw invalid(errors.sorted());
+  return { text, userId };
+}
+
+/** Why a shell command cannot run, or undefined. */
+function commandProblem(cmd) {
+  if (cmd.trim() === "") return "must not be empty";
+  if (charCount(cmd) > MAX_CMD_CHARS) return `must be at most ${MAX_CMD_CHARS} characters`;
+  if (cmd.includes("\0")) return "must not contain NUL characters";
+  return undefined;
+}
+
+/** `{"cmd": string, "timeoutMs"?: integer}`. */
+function execRequest(bytes) {
+  const object = jsonObject(bytes);
+  const errors = new FieldErrors();
+  const cmd = requiredString(object, "cmd", errors);
+  if (cmd !== undefined) {
+    const why = commandProblem(cmd);
+    if (why) errors.add("cmd", why);
+  }
+  let timeoutMs = EXEC_DEFAULT_TIMEOUT_MS;
+  const asked = own(object, "timeoutMs");
+  if (asked !== undefined && asked !== null) {
+    if (Number.isInteger(asked) && asked >= 1 && asked <= EXEC_MAX_TIMEOUT_MS) timeoutMs = asked;
+    else errors.add("timeoutMs", `must be an integer from 1 to ${EXEC_MAX_TIMEOUT_MS}`);
+  }
+  if (cmd === undefined || !errors.empty) throw invalid(errors.sorted());
+  return { cmd, timeoutMs };
+}
+
+// ---- bounded waits (src/runtime/timeout.rs)
+const TIMED_OUT = Symbol("timed out");
+/** The promise's value, or TIMED_OUT if `ms` pass first. */
+function within(ms, promise) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms, TIMED_OUT);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** The `error` of a JSON error body, or the status. */
+async function errorOf(res) {
+  const status = res.status;
+  try {
+    const body = await res.json();
+    if (typeof body?.error === "string") return body.error;
+  } catch {
+    // not JSON
+  }
+  return `status ${status}`;
+}
+
+// ---- the front door (src/front.rs, src/api/auth.rs, src/api/live.rs)
+/** Whether `presented` is `token`, taking the same time wherever they first differ. */
+function sameToken(presented, token) {
+  let diff = presented.length ^ token.length;
+  for (let i = 0; i < Math.max(presented.length, token.length); i++) {
+    diff |= (presented.charCodeAt(i) || 0) ^ (token.charCodeAt(i) || 0);
+  }
+  return diff === 0;
+}
+
+/** The token a browser offers as the subprotocol `duet.auth.<base64url>`, if any. */
+function tokenFromProtocols(header) {
+  const encoded = header
+    .split(",")
+    .map((p) => p.trim())
+    .find((p) => p.startsWith("duet.auth."))
+    ?.slice("duet.auth.".length);
+  if (encoded === undefined || !/^[A-Za-z0-9_-]*$/.test(encoded) || encoded.length % 4 === 1) return undefined;
+  try {
+    const binary = atob(encoded.replaceAll("-", "+").replaceAll("_", "/"));
+    return utf8.decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** With DUET_API_TOKEN set, /api/ needs `Authorization: Bearer <token>` (or the token as a subprotocol). */
+function checkToken(req, env, path) {
+  const token = setting(env, "DUET_API_TOKEN");
+  if (token === undefined || !path.startsWith("/api/")) return;
+  const header = req.headers.get("authorization") ?? "";
+  const offered = tokenFromProtocols(req.headers.get("sec-websocket-protocol") ?? "");
+  const byProtocol = offered !== undefined && sameToken(offered, token);
+  if (!byProtocol && !sameToken(header.startsWith("Bearer ") ? header.slice(7) : "", token)) throw unauthorized();
+}
+
+async function dispatch(req, env, route) {
+  if (route.action === "health") return new Response("ok");
+  if (route.action === "message" || route.action === "exec") checkDeclaredLength(req);
+  const stub = route.action === "exec" ? env.Sandbox.getByName(sandboxName(route.room)) : env.DUET_AGENT.getByName(route.room);
+  try {
+    // The request itself, body unread: the object reads it within the same bound.
+    return await stub.fetch(req);
+  } catch (e) {
+    throw internal(e?.message ?? String(e));
+  }
+}
+
+export default {
+  async fetch(req, env) {
+    const started = Date.now();
+    const method = req.method;
+    const path = new URL(req.url).pathname;
+    let route, routeError;
+    try {
+      route = parseRoute(method, path);
+    } catch (e) {
+      routeError = e;
+    }
+    let response, error;
+    try {
+      checkToken(req, env, path);
+      if (routeError) throw routeError;
+      response = await dispatch(req, env, route);
+    } catch (e) {
+      const failure = asApiError(e);
+      error = failure.message;
+      response = errorResponse(failure);
+    }
+    log({ method, route: route?.action ?? "unknown", room: route?.room, status: response.status, durationMs: Date.now() - started, error });
+    return response;
+  },
+};
+
+/** A Durable Object's handler outcome as a response; a failure is logged with its cause. */
+async function objectResponse(object, path, handle) {
+  try {
+    return await handle();
+  } catch (e) {
+    const failure = asApiError(e);
+    log({ object, path, status: failure.status, error: failure.message });
+    return errorResponse(failure);
+  }
+}
+
+// ---- the model (src/ai)
+/** What the model is asked for, by its family (src/ai/input.rs). */
+function modelInput(model, messages) {
+  const name = model.toLowerCase();
+  if (name.includes("gpt-oss")) return { messages, max_tokens: MAX_OUTPUT_TOKENS, reasoning_effort: "low" };
+  if (name.includes("kimi")) return { messages, max_completion_tokens: MAX_OUTPUT_TOKENS, chat_template_kwargs: { thinking: false } };
+  if (["glm-", "gemma-4", "nemotron-3", "qwen3", "deepseek-v4"].some((part) => name.includes(part))) {
+    return { messages, max_completion_tokens: MAX_OUTPUT_TOKENS, chat_template_kwargs: { enable_thinking: false } };
+  }
+  return { messages, max_tokens: MAX_OUTPUT_TOKENS };
+}
+
+/** Text without `<think>` blocks (and thoughts closed by a leading `</think>`). */
+function withoutThinking(text) {
+  let rest = text;
+  const close = rest.indexOf("</think>");
+  if (close >= 0 && !rest.slice(0, close).includes("<think>")) rest = rest.slice(close + 8);
+  let out = "";
+  for (let open = rest.indexOf("<think>"); open >= 0; open = rest.indexOf("<think>")) {
+    out += rest.slice(0, open);
+    const inside = rest.slice(open + 7);
+    const end = inside.indexOf("</think>");
+    rest = end >= 0 ? inside.slice(end + 8) : "";
+  }
+  return out + rest;
+}
+
+/** `response`, or `choices[0].message.content`, without thoughts; null when empty. */
+function completionText(completion) {
+  const raw = typeof completion?.response === "string" ? completion.response : completion?.choices?.[0]?.message?.content;
+  if (typeof raw !== "string") return null;
+  const text = withoutThinking(raw).trim();
+  return text === "" ? null : text;
+}
+
+function modelFailure(model, error) {
+  const code = /(?:^|:)\s*(\d{4})\s*:/.exec(error)?.[1];
+  switch (code) {
+    case "5028":
+      return `the model ${model} (AI_MODEL) is retired on Workers AI (${error}); set AI_MODEL to a current model from ${CATALOG}`;
+    case "5007":
+    case "3042":
+      return `the model ${model} (AI_MODEL) is unknown to Workers AI (${error}); set AI_MODEL to a model from ${CATALOG}`;
+    case "5035":
+      return `the model ${model} (AI_MODEL) needs the Workers Paid plan (${error}); upgrade, or set AI_MODEL to a model from ${CATALOG}`;
+    default:
+      return `Workers AI: ${error}`;
+  }
+}
+
+async function runModel(env, model, messages) {
+  if (!env.AI) throw aiUnavailable("bind Workers AI as `AI`, or set AI_BASE_URL to an OpenAI-compatible server");
+  try {
+    return await env.AI.run(model, modelInput(model, messages));
+  } catch (e) {
+    const error = String(e?.message ?? e);
+    if (error.includes("needs to be run remotely")) {
+      throw aiUnavailable("the Workers AI binding only runs on Cloudflare (log in and use `wrangler dev --remote`); this reference has no AI_BASE_URL backend");
+    }
+    throw aiFailed(modelFailure(model, error));
+  }
+}
+
+const aiTimeLimit = (env) => number(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
+
+/** The model's answer to `messages` as chat text, within `maxMs`. */
+async function askModel(env, messages, maxMs) {
+  const limit = Math.min(aiTimeLimit(env), maxMs);
+  const model = setting(env, "AI_MODEL") ?? DEFAULT_MODEL;
+  const completion = await within(limit, runModel(env, model, messages));
+  if (completion === TIMED_OUT) throw aiTimeout(limit);
+  const raw = completionText(completion);
+  const text = raw === null ? "" : withoutControls(raw).trim();
+  if (text === "") throw aiFailed(`the model ${model} returned no text`);
+  return firstChars(text, MAX_MODEL_REPLY_CHARS);
+}
+
+// ---- what the model sees (src/chat/context.rs)
+/** The longest suffix of `history` within the context budget, starting with a user turn. */
+function recentThatFit(history) {
+  let used = 0;
+  let start = history.length;
+  for (let at = history.length - 1; at >= 0; at--) {
+    used += charCount(history[at].text);
+    if (used > MAX_HISTORY_CONTEXT_CHARS) break;
+    start = at;
+  }
+  while (start < history.length && history[start].role !== "user") start++;
+  return history.slice(start);
+}
+
+function buildContext(history, text, followUps) {
+  const messages = [{ role: "system", content: SYSTEM_PROMPT }];
+  for (const m of recentThatFit(history)) messages.push({ role: m.role === "user" ? "user" : "assistant", content: m.text });
+  messages.push({ role: "user", content: text });
+  for (const [answer, results] of followUps) messages.push({ role: "assistant", content: answer }, { role: "user", content: results });
+  return messages;
+}
+
+// ---- `<run>` tags and rounds (src/chat/run_tags.rs, rounds.rs, budget.rs)
+function parseRunTags(answer) {
+  let prose = "";
+  const commands = [];
+  let rest = answer;
+  for (;;) {
+    const start = rest.indexOf("<run>");
+    if (start < 0) break;
+    const end = rest.indexOf("</run>", start + 5);
+    if (end < 0) break;
+    prose += rest.slice(0, start);
+    const cmd = rest.slice(start + 5, end).trim();
+    if (cmd !== "") commands.push(cmd);
+    rest = rest.slice(end + 6);
+  }
+  prose += rest;
+  return { prose, commands: commands.slice(0, MAX_RUNS_PER_REPLY), skipped: Math.max(0, commands.length - MAX_RUNS_PER_REPLY) };
+}
+
+/** What the room sees of a command's output. */
+function summary(stdout, stderr) {
+  const out = withoutControls(stdout);
+  const text = out !== "" ? out : withoutControls(stderr);
+  return text === "" ? "[no output]" : firstChars(text, SUMMARY_CHARS);
+}
+
+/** One answer as the room sees it: its prose, then each command's output or error. */
+function answerText({ prose, ran, skipped }) {
+  let text = prose.trimEnd();
+  for (const [cmd, outcome] of ran) {
+    text += outcome.ran ? `\n\nOutput (${cmd}):\n${summary(outcome.ran.stdout, outcome.ran.stderr)}` : `\n\nError (${cmd}):\n${withoutControls(outcome.failed)}`;
+  }
+  if (skipped > 0) text += `\n\n[${skipped} more command(s) not run: at most ${MAX_RUNS_PER_REPLY} run per answer]`;
+  return text.trim();
+}
+
+function stream(name, text) {
+  if (text === "") return `\n${name}: (empty)`;
+  const shown = firstChars(text, MODEL_OUTPUT_CHARS);
+  const cut = shown.length < text.length ? `\n[cut: first ${MODEL_OUTPUT_CHARS} characters shown]` : "";
+  return `\n${name}:\n${shown.replace(/\n+$/, "")}${cut}`;
+}
+
+/** The user turn that tells the model what its commands did. */
+function resultsTurn({ ran, skipped }) {
+  let turn = RESULTS_HEADER;
+  for (const [cmd, outcome] of ran) {
+    turn += `\n\n$ ${cmd}\n`;
+    if (outcome.ran) {
+      const o = outcome.ran;
+      turn += o.timedOut ? `timed out (exit code ${o.exitCode})` : `exit code ${o.exitCode}`;
+      turn += stream("stdout", o.stdout) + stream("stderr", o.stderr);
+    } else {
+      turn += `not run: ${outcome.failed}`;
+    }
+  }
+  if (skipped > 0) turn += `\n\n${skipped} more command(s) of your answer were not run.`;
+  return turn;
+}
+
+const STOP_NOTES = {
+  done: () => null,
+  modelCalls: () => `[Stopped: at most ${MAX_MODEL_CALLS} model answers per message; send another message to continue]`,
+  commands: (notRun) => `[Stopped: at most ${MAX_COMMANDS_PER_MESSAGE} commands per message; ${notRun} more not run]`,
+  budget: () => "[Stopped: not enough of this message's time was left for the model to go on]",
+  modelFailed: (why) => `[The model could not continue: ${why}]`,
+};
+
+/** A follow-up model call's limit, leaving room for a command; null when there is none. */
+function followUpCall(leftMs, modelLimitMs) {
+  const forModel = leftMs - (MIN_COMMAND_MS + SANDBOXD_MARGIN_MS);
+  return forModel >= MIN_MODEL_CALL_MS ? Math.min(forModel, modelLimitMs) : null;
+}
+
+/** What a command sent from a `<run>` tag came to: `{ran: result}` or `{failed: why}`. */
+async function runCommand(sandbox, room, cmd, deadline) {
+  const why = commandProblem(cmd);
+  if (why) return { failed: `command ${why}` };
+  const left = Math.max(0, deadline - Date.now());
+  const timeoutMs = Math.min(Math.max(0, left - SANDBOXD_MARGIN_MS), EXEC_DEFAULT_TIMEOUT_MS);
+  if (timeoutMs <= 0) return { failed: "not run: the reply's time budget is spent" };
+  const outcome = await within(left, execThrough(sandbox, room, { cmd, timeoutMs }));
+  return outcome === TIMED_OUT ? { failed: `the sandbox did not answer within ${left} ms` } : outcome;
+}
+
+async function execThrough(sandbox, room, request) {
+  let res;
+  try {
+    // The query names the command's source (the Rust worker's live feed shows it).
+    res = await sandbox.fetch(`https://duet.internal/api/rooms/${room}/sandbox/exec?source=agent`, { method: "POST", body: JSON.stringify(request) });
+  } catch (e) {
+    return { failed: internal(e?.message ?? String(e)).message };
+  }
+  if (res.status !== 200) return { failed: await errorOf(res) };
+  let result;
+  try {
+    result = (await res.json()).result;
+  } catch (e) {
+    return { failed: `unexpected sandbox answer: ${e.message}` };
+  }
+  const str = (v) => (typeof v === "string" ? v : "");
+  return { ran: { stdout: str(result?.stdout), stderr: str(result?.stderr), exitCode: Number.isInteger(result?.exitCode) ? result.exitCode : 0, timedOut: result?.timedOut === true } };
+}
+
+/** One `/message` exchange: answers and their commands, until done or a limit; the room's reply. */
+async function exchange(env, room, history, text, started, stillCurrent) {
+  const deadline = started + MESSAGE_BUDGET_MS;
+  const modelLimit = aiTimeLimit(env);
+  const sandbox = env.Sandbox.getByName(sandboxName(room));
+  const rounds = [];
+  const followUps = [];
+  let commandsRun = 0;
+  let stop;
+  for (;;) {
+    const context = buildContext(history, text, followUps);
+    let answer;
+    if (rounds.length === 0) {
+      answer = await askModel(env, context, MESSAGE_BUDGET_MS);
+    } else {
+      const limit = followUpCall(Math.max(0, deadline - Date.now()), modelLimit);
+      if (limit === null) {
+        stop = STOP_NOTES.budget();
+        break;
+      }
+      try {
+        answer = await askModel(env, context, limit);
+      } catch (e) {
+        stop = STOP_NOTES.modelFailed(asApiError(e).message);
+        break;
+      }
+    }
+    const parsed = parseRunTags(answer);
+    const allowed = Math.min(parsed.commands.length, Math.max(0, MAX_COMMANDS_PER_MESSAGE - commandsRun));
+    const ran = [];
+    for (const cmd of parsed.commands.slice(0, allowed)) {
+      stillCurrent();
+      ran.push([cmd, await runCommand(sandbox, room, cmd, deadline)]);
+    }
+    commandsRun += allowed;
+    const notRun = parsed.commands.length - allowed;
+    const round = { answer, prose: parsed.prose, ran, skipped: parsed.skipped };
+    rounds.push(round);
+    if (ran.length === 0 && notRun === 0) {
+      stop = STOP_NOTES.done();
+      break;
+    }
+    if (notRun > 0) {
+      stop = STOP_NOTES.commands(notRun);
+      break;
+    }
+    if (rounds.length === MAX_MODEL_CALLS) {
+      stop = STOP_NOTES.modelCalls();
+      break;
+    }
+    followUps.push([answer, resultsTurn(round)]);
+  }
+  const parts = rounds.map(answerText).filter((t) => t !== "");
+  if (stop) parts.push(stop);
+  return parts.join("\n\n");
+}
+
+// ---- DuetAgent (src/agent)
+const toMessage = (row) =>
+  row.userId == null ? { role: row.role, text: row.text, ts: row.ts } : { role: row.role, userId: row.userId, text: row.text, ts: row.ts };
+
+/** How often a busy room's last use is written: every tenth of `ms`, at least once a minute. */
+const touchStep = (ms) => Math.min(Math.floor(ms / 10), 60_000);
+
+export class DuetAgent extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS messages (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      role TEXT NOT NULL,
+      user_id TEXT,
+      text TEXT NOT NULL,
+      ts INTEGER NOT NULL
+    )`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS room (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      name TEXT NOT NULL,
+      last_used INTEGER NOT NULL
+    )`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS feed (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      watching INTEGER NOT NULL
+    )`);
+    this.epoch = 0; // cleanups so far: an exchange from an earlier one stores nothing
+    this.touched = null; // when this instance last wrote the room's last use
+    this.alarmSet = false; // this instance has set the expiry alarm
+    this.kept = null; // the last HISTORY_LIMIT messages, once read (this object is the only writer)
+    this.watched = null; // whether the room's live feed has watchers, once read
+  }
+
+  async fetch(req) {
+    const path = new URL(req.url).pathname;
+    return objectResponse("DuetAgent", path, async () => {
+      const { room, action } = objectRoute(req.method, path);
+      if (action === "message" || action === "history") await this.touch(room);
+      if (action === "message") return this.send(room, messageRequest(await readBody(req)));
+      if (action === "history") return json(200, { messages: this.recent() });
+      if (action === "cleanup") return this.cleanup(room);
+      throw notFound();
+    });
+  }
+
+  /** The room expires ROOM_TTL_SECONDS after its last use. */
+  async alarm() {
+    const row = this.sql.exec("SELECT name, last_used FROM room WHERE id = 1").toArray()[0];
+    if (!row) return;
+    const expires = row.last_used + secondsAsMs(this.env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS);
+    const now = Date.now();
+    if (now < expires) {
+      await this.ctx.storage.setAlarm(expires);
+      this.alarmSet = true;
+      return;
+    }
+    this.alarmSet = false;
+    this.epoch++;
+    this.clear();
+    log({ event: "expire", object: "DuetAgent", room: row.name, durationMs: Date.now() - now });
+  }
+
+  /** Records a use of the room: its row at most once per step, the alarm once per instance. */
+  async touch(room) {
+    const now = Date.now();
+    const ttl = secondsAsMs(this.env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS);
+    if (this.touched === null || now - this.touched >= touchStep(ttl)) {
+      this.sql.exec(
+        `INSERT INTO room (id, name, last_used) VALUES (1, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used`,
+        room,
+        now,
+      );
+      this.touched = now;
+    }
+    if (!this.alarmSet) {
+      this.alarmSet = true;
+      await this.ctx.storage.setAlarm(now + ttl);
+    }
+  }
+
+  /** Whether the room's live feed has watchers (this reference never has any). */
+  watching() {
+    if (this.watched === null) {
+      const row = this.sql.exec("SELECT watching FROM feed WHERE id = 1").toArray()[0];
+      this.watched = row !== undefined && row.watching !== 0;
+    }
+    return this.watched;
+  }
+
+  /** The last HISTORY_LIMIT messages, oldest first. */
+  recent() {
+    if (this.kept === null) {
+      this.kept = this.sql
+        .exec(
+          `SELECT role, user_id AS userId, text, ts FROM
+             (SELECT * FROM messages ORDER BY id DESC LIMIT ?)
+           ORDER BY id`,
+          HISTORY_LIMIT,
+        )
+        .toArray()
+        .map(toMessage);
+    }
+    return this.kept.slice();
+  }
+
+  /** Stores the messages in one statement, then forgets all but the last HISTORY_LIMIT. */
+  append(messages) {
+    const values = messages.flatMap((m) => [m.role, m.userId ?? null, m.text, m.ts]);
+    this.sql.exec(`INSERT INTO messages (role, user_id, text, ts) VALUES ${messages.map(() => "(?, ?, ?, ?)").join(", ")}`, ...values);
+    this.sql.exec("DELETE FROM messages WHERE id <= (SELECT id FROM messages ORDER BY id DESC LIMIT 1 OFFSET ?)", HISTORY_LIMIT);
+    if (this.kept !== null) this.kept = this.kept.concat(messages).slice(-HISTORY_LIMIT);
+  }
+
+  clear() {
+    this.sql.exec("DELETE FROM messages");
+    this.sql.exec("DELETE FROM room");
+    this.kept = [];
+    this.touched = null;
+  }
+
+  stillCurrent(epoch) {
+    if (this.epoch !== epoch) throw cleanedUp();
+  }
+
+  async send(room, request) {
+    const started = Date.now();
+    const user = request.userId === undefined ? { role: "user", text: request.text, ts: started } : { role: "user", userId: request.userId, text: request.text, ts: started };
+    // With watchers the Rust worker publishes the exchange to the room's live feed.
+    this.watching();
+    const epoch = this.epoch;
+    const history = this.recent();
+    const reply = await exchange(this.env, room, history, request.text, started, () => this.stillCurrent(epoch));
+    // Some models refuse an empty assistant turn in the history.
+    if (reply === "") throw aiFailed("the model's answer had no text (only empty <run> tags)");
+    this.stillCurrent(epoch);
+    this.append([user, { role: "agent", text: reply, ts: Date.now() }]);
+    return json(200, { reply, messages: this.recent() });
+  }
+
+  async cleanup(room) {
+    this.epoch++;
+    this.clear();
+    this.alarmSet = false;
+    await this.ctx.storage.deleteAlarm();
+    const errors = [];
+    try {
+      const res = await this.env.Sandbox.getByName(sandboxName(room)).fetch(`https://duet.internal/api/rooms/${room}`, { method: "DELETE" });
+      if (res.status !== 200) errors.push(`sandbox: ${await errorOf(res)}`);
+    } catch (e) {
+      errors.push(`sandbox: ${internal(e?.message ?? String(e)).message}`);
+    }
+    return errors.length === 0 ? json(200, { cleaned: true, roomId: room }) : json(207, { cleaned: true, errors });
+  }
+}
+
+// ---- Sandbox (src/sandbox)
+/** sandboxd at `base`: one call, bounded by `limitMs` until its answer's headers. */
+async function callSandboxd(base, method, path, body, limitMs) {
+  const controller = new AbortController();
+  let res;
+  try {
+    res = await within(limitMs, fetch(base + path, { method, body, signal: controller.signal }));
+  } catch (e) {
+    throw sandboxFailed(`cannot reach sandboxd: ${e?.message ?? e}`);
+  }
+  if (res === TIMED_OUT) {
+    controller.abort();
+    throw sandboxTimeout(limitMs);
+  }
+  if (res.status === 200) return res;
+  const why = `sandboxd answered ${res.status}: ${await errorOf(res)}`;
+  throw res.status === 503 ? sandboxUnavailable(why) : sandboxFailed(why);
+}
+
+export class Sandbox extends DurableObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS room (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      name TEXT NOT NULL,
+      last_used INTEGER NOT NULL,
+      asleep INTEGER NOT NULL
+    )`);
+    this.sql.exec("CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)");
+    this.epoch = 0; // cleanups so far
+    this.alarmSet = false; // this instance has set the lifecycle alarm
+    // The room's state ({name, lastUsed, asleep} or null) and the last use
+    // stored, once read: this object is the only writer of its row.
+    this.kept = null;
+  }
+
+  async fetch(req) {
+    const path = new URL(req.url).pathname;
+    return objectResponse("Sandbox", path, async () => {
+      const arrived = Date.now();
+      const epoch = this.epoch;
+      const { room, action } = objectRoute(req.method, path);
+      const name = sandboxName(room);
+      if (action === "exec") {
+        const request = execRequest(await readBody(req));
+        await this.touch(room, arrived);
+        // The Rust object streams a command's output to the room's watchers
+        // (its WebSockets), naming the command's source (`?source=agent`);
+        // this one has no live feed, so it only counts them.
+        if (this.ctx.getWebSockets().length > 0) throw internal("the reference has no live feed, yet a WebSocket is open");
+        const result = await this.exec(name, request, arrived, epoch);
+        // sandboxd's answer goes through as it came.
+        return new Response(`{"result":${result},"sandboxName":${JSON.stringify(name)}}`, { headers: { "content-type": "application/json" } });
+      }
+      if (action === "cleanup") {
+        this.epoch++;
+        await callSandboxd(this.sandboxd(), "DELETE", `/v1/sandboxes/${name}`, undefined, SANDBOX_DESTROY_MS);
+        this.forget();
+        this.alarmSet = false;
+        await this.ctx.storage.deleteAlarm();
+        return json(200, { destroyed: true });
+      }
+      throw notFound();
+    });
+  }
+
+  async alarm() {
+    const room = this.state();
+    if (!room) return;
+    const { ttlMs } = this.timing();
+    if (Date.now() < room.lastUsed + ttlMs) {
+      // No sleep here (see the top of this file): the next alarm is the expiry.
+      await this.ctx.storage.setAlarm(room.lastUsed + ttlMs);
+      this.alarmSet = true;
+      return;
+    }
+    const started = Date.now();
+    this.alarmSet = false;
+    this.epoch++;
+    if (!room.asleep) await callSandboxd(this.sandboxd(), "DELETE", `/v1/sandboxes/${sandboxName(room.name)}`, undefined, SANDBOX_DESTROY_MS);
+    this.forget();
+    log({ event: "expire", object: "Sandbox", room: room.name, durationMs: Date.now() - started });
+  }
+
+  sandboxd() {
+    const url = setting(this.env, "SANDBOX_URL");
+    if (url === undefined) {
+      throw sandboxUnavailable(
+        "no container here (containers need Docker or Cloudflare) and SANDBOX_URL is not set; start sandboxd and set SANDBOX_URL to its address",
+      );
+    }
+    return url.replace(/\/+$/, "");
+  }
+
+  timing() {
+    return {
+      idleMs: secondsAsMs(this.env, "SANDBOX_IDLE_SECONDS", SANDBOX_IDLE_SECONDS),
+      ttlMs: secondsAsMs(this.env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS),
+    };
+  }
+
+  /** The room's state, or null before its first command. */
+  state() {
+    if (this.kept === null) {
+      const row = this.sql.exec("SELECT name, last_used, asleep FROM room WHERE id = 1").toArray()[0];
+      const state = row ? { name: row.name, lastUsed: row.last_used, asleep: row.asleep !== 0 } : null;
+      this.kept = { state, storedLastUsed: state?.lastUsed ?? 0 };
+    }
+    return this.kept.state;
+  }
+
+  forget() {
+    this.sql.exec("DELETE FROM archive");
+    this.sql.exec("DELETE FROM room");
+    this.kept = { state: null, storedLastUsed: 0 };
+  }
+
+  /**
+   * Records a command of `room` at `now`: its row when the room is new or a
+   * step (a tenth of the idle time, at most a minute) passed since the last
+   * one stored; the alarm once per instance, at the first of idle time and
+   * expiry.
+   */
+  async touch(room, now) {
+    const { idleMs, ttlMs } = this.timing();
+    const state = this.state();
+    const stored = this.kept.storedLastUsed;
+    const store = state?.name !== room || now - stored >= touchStep(idleMs);
+    if (store) {
+      this.sql.exec(
+        `INSERT INTO room (id, name, last_used, asleep) VALUES (1, ?, ?, 0)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used`,
+        room,
+        now,
+      );
+    }
+    this.kept = { state: { name: room, lastUsed: now, asleep: state?.asleep ?? false }, storedLastUsed: store ? now : stored };
+    if (!this.alarmSet) {
+      this.alarmSet = true;
+      const asleep = this.state().asleep;
+      await this.ctx.storage.setAlarm(asleep ? now + ttlMs : now + Math.min(idleMs, ttlMs));
+    }
+  }
+
+  /** Runs a command in sandboxd; answers its JSON result as text. */
+  async exec(name, request, arrived, epoch) {
+    const base = this.sandboxd();
+    // With SANDBOX_URL and no sleep, a sandbox is never cold; the checks
+    // are the Rust object's.
+    const cold = this.state()?.asleep ?? false;
+    const deadline = arrived + Math.min(request.timeoutMs + SANDBOXD_MARGIN_MS + (cold ? COLD_START_ALLOWANCE_MS : 0), EXEC_ANSWER_MS);
+    const late = () => sandboxTimeout(deadline - arrived);
+    if (this.state()?.asleep) {
+      this.sql.exec("UPDATE room SET asleep = 0 WHERE id = 1");
+      this.kept.state.asleep = false;
+    }
+    let timeoutMs = request.timeoutMs;
+    if (cold) {
+      timeoutMs = Math.min(timeoutMs, deadline - Date.now() - SANDBOXD_MARGIN_MS);
+      if (timeoutMs <= 0) throw late();
+    }
+    if (this.epoch !== epoch) throw cleanedUp();
+    const body = JSON.stringify({ cmd: request.cmd, timeoutMs });
+    let res;
+    try {
+      res = await callSandboxd(base, "POST", `/v1/sandboxes/${name}/exec`, body, timeoutMs + SANDBOXD_MARGIN_MS);
+    } catch (e) {
+      throw e instanceof ApiError && e.status === 504 ? late() : e;
+    }
+    const unexpected = (why) => sandboxFailed(`unexpected answer from sandboxd: ${why}`);
+    let text;
+    try {
+      text = await res.text();
+      JSON.parse(text);
+    } catch (e) {
+      throw unexpected(e?.message ?? String(e));
+    }
+    if (!text.startsWith("{")) throw unexpected("not a JSON object");
+    return text;
+  }
+}

@@ -358,7 +358,8 @@ function derive() {
 }
 
 try {
-  const sandboxd = await startSandboxd({ root: tempDir("bench-sandboxes") });
+  // Many sandboxes at once (bursts, one per client): above sandboxd's default cap of shells.
+  const sandboxd = await startSandboxd({ root: tempDir("bench-sandboxes"), args: ["--max-sessions", "1024"] });
   cleanup.push(async () => { await sandboxd.stop(); fs.rmSync(sandboxd.root, { recursive: true, force: true }); });
   const upload = path.join(path.dirname(out), "upload.json");
   if (fs.existsSync(upload)) results.sections.upload = JSON.parse(fs.readFileSync(upload, "utf8"));

@@ -75,8 +75,7 @@ pub fn frame(event: &str, seq: u64) -> String {
 
 /// What a watcher may send: acknowledgements of what it has shown, which is
 /// how a slow watcher is told from a fast one.
-#[derive(Debug, PartialEq, Eq, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, PartialEq, Eq)]
 pub enum FromWatcher {
     Ack { seq: u64 },
 }
@@ -84,7 +83,19 @@ pub enum FromWatcher {
 impl FromWatcher {
     /// Parses a frame; `None` for anything else (ignored).
     pub fn parse(text: &str) -> Option<Self> {
-        serde_json::from_str(text).ok()
+        // A plain struct, not a tagged enum: serde's tagged enums buffer
+        // what they read, which costs the upload more than it is worth.
+        #[derive(Deserialize)]
+        struct Frame<'a> {
+            #[serde(rename = "type")]
+            kind: &'a str,
+            seq: Option<u64>,
+        }
+        let frame: Frame = serde_json::from_str(text).ok()?;
+        match (frame.kind, frame.seq) {
+            ("ack", Some(seq)) => Some(Self::Ack { seq }),
+            _ => None,
+        }
     }
 }
 

@@ -25,16 +25,20 @@ pub fn parse(line: &str) -> Result<Line, String> {
     if let Some(rest) = line.strip_prefix(END_PREFIX) {
         return Ok(Line::End(format!("{{{rest}")));
     }
+    // A plain struct, not a tagged enum, which would buffer what it reads.
     #[derive(Deserialize)]
-    #[serde(tag = "type", rename_all = "lowercase")]
-    enum Event {
-        Start,
-        Output { stream: String, data: String },
+    struct Event {
+        #[serde(rename = "type")]
+        kind: String,
+        stream: Option<String>,
+        data: Option<String>,
     }
-    match serde_json::from_str(line) {
-        Ok(Event::Start) => Ok(Line::Start),
-        Ok(Event::Output { stream, data }) => Ok(Line::Output { stream, data }),
-        Err(e) => Err(format!("unexpected line from sandboxd: {e}")),
+    let event: Event =
+        serde_json::from_str(line).map_err(|e| format!("unexpected line from sandboxd: {e}"))?;
+    match (event.kind.as_str(), event.stream, event.data) {
+        ("start", _, _) => Ok(Line::Start),
+        ("output", Some(stream), Some(data)) => Ok(Line::Output { stream, data }),
+        (kind, _, _) => Err(format!("unexpected line from sandboxd: a {kind:?} event")),
     }
 }
 

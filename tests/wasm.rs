@@ -16,13 +16,21 @@ fn get(target: &JsValue, key: &str) -> JsValue {
 /// Workers AI reads `input.messages`; a `Map` would have none.
 #[wasm_bindgen_test]
 fn workers_ai_input_is_a_plain_object() {
-    let history = [Message {
-        role: Role::Agent,
-        user_id: None,
-        text: "earlier".into(),
-        ts: 1,
-    }];
-    let messages = context::build(&history, "now");
+    let history = [
+        Message {
+            role: Role::User,
+            user_id: None,
+            text: "before".into(),
+            ts: 1,
+        },
+        Message {
+            role: Role::Agent,
+            user_id: None,
+            text: "earlier".into(),
+            ts: 2,
+        },
+    ];
+    let messages = context::build(&history, "now", &[]);
     let value =
         serde_wasm_bindgen::to_value(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages))
             .unwrap();
@@ -32,8 +40,8 @@ fn workers_ai_input_is_a_plain_object() {
         Object::get_prototype_of(&Object::new())
     );
     let list: Array = get(&value, "messages").dyn_into().unwrap();
-    assert_eq!(list.length(), 3);
-    let second = list.get(1);
+    assert_eq!(list.length(), 4);
+    let second = list.get(2);
     assert!(!second.is_instance_of::<Map>());
     assert_eq!(get(&second, "role").as_string().unwrap(), "assistant");
     assert_eq!(get(&second, "content").as_string().unwrap(), "earlier");

@@ -9,6 +9,7 @@
 // Values that differ by nature are reduced to their shape: timestamps to
 // "ts" (checked to be integer milliseconds), sandboxd's duration and
 // timestamp to their type, some error texts to their prefix (errorText).
+import { client } from "../../tests/e2e/support/stack.mjs";
 
 const isTs = (v) => Number.isSafeInteger(v) && v > 1.7e12;
 
@@ -41,20 +42,10 @@ function shape(value, key) {
 async function sequence(base, { room, token }) {
   const auth = token ? { authorization: `Bearer ${token}` } : {};
   const records = [];
+  const api = client(base, auth);
   async function call(label, method, route, body, headers = {}) {
-    const init = { method, headers: { ...auth, ...headers }, signal: AbortSignal.timeout(30_000) };
-    if (body !== undefined) {
-      init.body = typeof body === "string" ? body : JSON.stringify(body);
-      init.headers["content-type"] ??= "application/json";
-    }
-    const res = await fetch(base + route, init);
-    const text = await res.text();
-    let json;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
+    const res = await api(method, route, body, headers);
+    const { text, json } = res;
     records.push({
       label,
       status: res.status,

@@ -86,6 +86,6 @@ fn room_object(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> 
     Ok(match action {
         // The Sandbox object holds the live feed (see `sandbox::feed`).
         Action::Exec | Action::Live => crate::sandbox::sandbox_stub(env, room)?,
-        _ => env.durable_object("DUET_AGENT")?.get_by_name(room)?,
+        _ => crate::agent::agent_stub(env, room)?,
     })
 }

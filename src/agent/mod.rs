@@ -28,8 +28,14 @@ use crate::api::{validate, ApiError};
 use crate::runtime::internal;
 use crate::runtime::log::{self, LifecycleLog};
 use crate::runtime::{body, clock, config, respond};
+use crate::sandbox::lifecycle::touch_step;
 use crate::sandbox::{sandbox_stub, SandboxStub};
 use store::Store;
+
+/// The DuetAgent object of a room.
+pub fn agent_stub(env: &Env, room: &str) -> worker::Result<worker::Stub> {
+    env.durable_object("DUET_AGENT")?.get_by_name(room)
+}
 
 /// How long a room lives after its last use.
 fn room_ttl_ms(env: &Env) -> u64 {
@@ -208,7 +214,7 @@ impl DuetAgent {
     async fn touch(&self, room: &str) -> Result<(), ApiError> {
         let now = clock::now_ms();
         let ttl = room_ttl_ms(&self.env);
-        let step = (ttl / 10).min(60_000);
+        let step = touch_step(ttl);
         if self
             .touched
             .get()

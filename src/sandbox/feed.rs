@@ -58,11 +58,9 @@ impl Feed {
             return Err(ApiError::TooManyWatchers(watchers));
         }
         let pair = WebSocketPair::new()?;
-        let id = format!(
-            "w{:016x}",
-            (worker::js_sys::Math::random() * 2f64.powi(62)) as u64
-        );
-        state.accept_websocket_with_tags(&pair.server, &[&id]);
+        let id = random_id('w');
+        // The room rides along, so the last watcher's leaving can name it.
+        state.accept_websocket_with_tags(&pair.server, &[&id, room]);
         self.send(&pair.server, &id, &Event::Hello { room, history }.to_json());
         Ok(pair.client)
     }
@@ -92,10 +90,7 @@ impl Feed {
 
     /// Tells the watchers a command starts; answers its id.
     pub fn command_started(&self, state: &State, cmd: &str, source: Source) -> String {
-        let id = format!(
-            "c{:016x}",
-            (worker::js_sys::Math::random() * 2f64.powi(62)) as u64
-        );
+        let id = random_id('c');
         self.broadcast(
             state,
             &Event::Command {
@@ -153,12 +148,19 @@ impl Feed {
         }
     }
 
-    /// A watcher went away.
-    pub fn closed(&self, state: &State, ws: &WebSocket) {
-        if let Some(id) = state.get_tags(ws).into_iter().next() {
-            self.watchers.borrow_mut().remove(&id);
-        }
+    /// A watcher went away; answers the room it watched.
+    pub fn closed(&self, state: &State, ws: &WebSocket) -> Option<String> {
+        let mut tags = state.get_tags(ws).into_iter();
+        let id = tags.next()?;
+        self.watchers.borrow_mut().remove(&id);
+        tags.next()
     }
+}
+
+/// A fresh id for a watcher or a command, `prefix` telling which.
+fn random_id(prefix: char) -> String {
+    let bits = (worker::js_sys::Math::random() * 2f64.powi(62)) as u64;
+    format!("{prefix}{bits:016x}")
 }
 
 /// `text` in pieces of at most `max` bytes, never splitting a character.

@@ -53,6 +53,13 @@ impl Timing {
     }
 }
 
+/// How far apart a room's last use is written, for a clock (idle time or
+/// time to live) of `clock_ms`: a tenth of it, and at least once a minute.
+/// Exact enough for the clock, and a busy room writes seldom.
+pub fn touch_step(clock_ms: u64) -> u64 {
+    (clock_ms / 10).min(60_000)
+}
+
 /// The moment by which an exec that arrived at `arrived` with a time limit
 /// of `timeout_ms` must be answered: the command's bound, plus the start
 /// allowance when the sandbox is cold, and never past [`EXEC_ANSWER_MS`].
@@ -81,6 +88,14 @@ mod tests {
         idle_ms: 600_000,
         ttl_ms: 259_200_000,
     };
+
+    #[test]
+    fn the_last_use_is_written_every_tenth_and_at_least_once_a_minute() {
+        assert_eq!(touch_step(100_000), 10_000);
+        assert_eq!(touch_step(600_000), 60_000);
+        assert_eq!(touch_step(T.ttl_ms), 60_000);
+        assert_eq!(touch_step(5), 0);
+    }
 
     #[test]
     fn an_awake_room_sleeps_first_then_expires() {

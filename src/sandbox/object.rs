@@ -30,9 +30,10 @@ use worker::{
 };
 
 use super::feed::Feed;
-use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
+use super::lifecycle::{command_limit, exec_deadline, touch_step, Due, Timing};
 use super::sandboxd::{ContainerState, Sandboxd, Saving};
 use super::saved::Saved;
+use crate::agent::agent_stub;
 use crate::api::limits::{
     RESTORE_MS, ROOM_TTL_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES, SANDBOX_IDLE_SECONDS,
 };
@@ -137,17 +138,15 @@ impl DurableObject for Sandbox {
 impl Sandbox {
     /// A watcher went away; the last one tells the DuetAgent.
     async fn left(&self, ws: &WebSocket) {
-        self.feed.closed(&self.state, ws);
+        let room = self.feed.closed(&self.state, ws);
         let others = self
             .state
             .get_websockets()
             .iter()
             .filter(|other| other.as_ref() != ws.as_ref())
             .count();
-        if others == 0 {
-            if let Some(room) = self.saved.state().ok().flatten().map(|s| s.room) {
-                self.tell_watching(&room, false).await;
-            }
+        if let (0, Some(room)) = (others, room) {
+            self.tell_watching(&room, false).await;
         }
     }
 
@@ -213,7 +212,7 @@ impl Sandbox {
     /// history (asked of the DuetAgent), then every event as it happens.
     async fn watch(&self, room: &str) -> Result<Response, ApiError> {
         let history_path = format!("/api/rooms/{room}/messages");
-        let agent = self.env.durable_object("DUET_AGENT")?.get_by_name(room)?;
+        let agent = agent_stub(&self.env, room)?;
         let mut answer = internal::send(&agent, Method::Get, &history_path, None).await?;
         let history: HistoryResponse<Vec<Message>> = answer.json().await?;
         let first = self.feed.watchers(&self.state) == 0;
@@ -231,11 +230,7 @@ impl Sandbox {
     /// Tells the DuetAgent whether the room has watchers, so it publishes
     /// the room's messages only when someone sees them.
     async fn tell_watching(&self, room: &str, on: bool) {
-        let Ok(agent) = self
-            .env
-            .durable_object("DUET_AGENT")
-            .and_then(|ns| ns.get_by_name(room))
-        else {
+        let Ok(agent) = agent_stub(&self.env, room) else {
             return;
         };
         let path = route::internal_path(room, Action::Watching);
@@ -333,8 +328,7 @@ impl Sandbox {
     /// use, written every tenth of the idle time, at most once a minute).
     async fn touch(&self, room: &str, now: u64) -> Result<(), ApiError> {
         let timing = self.timing();
-        self.saved
-            .touch(room, now, (timing.idle_ms / 10).min(60_000))?;
+        self.saved.touch(room, now, touch_step(timing.idle_ms))?;
         if !self.alarm_set.replace(true) {
             let asleep = self.saved.state()?.is_some_and(|s| s.asleep);
             let at = timing.next_alarm(now, asleep);

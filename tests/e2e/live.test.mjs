@@ -4,6 +4,9 @@
 // for; a slow watcher is dropped; a hibernating object loses no watcher.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, test } from "node:test";
 
 import { startStack, startWorker } from "./support/stack.mjs";
@@ -174,5 +177,48 @@ describe("the live feed with a token", () => {
     assert.equal(await allowed.opened, "duet.v1");
     await allowed.until(first("hello"));
     allowed.close();
+  });
+});
+
+// The DuetAgent publishes a room's messages only while someone watches; the
+// Sandbox object tells it when the first watcher comes and the last one goes.
+// Read from the agent's own storage: a worker of its own holds one room.
+describe("whether anyone watches", () => {
+  let worker;
+  before(async () => {
+    worker = await startWorker();
+  });
+  after(() => worker.stop());
+
+  /** The room's DuetAgent's stored flag, or undefined before it has one. */
+  function agentWatching() {
+    const dir = fs.readdirSync(worker.persistDir, { recursive: true })
+      .find((f) => f.endsWith(".sqlite") && f.includes("DuetAgent"));
+    if (!dir) return undefined;
+    const db = new DatabaseSync(path.join(worker.persistDir, dir), { readOnly: true });
+    try {
+      return db.prepare("SELECT watching FROM feed WHERE id = 1").get()?.watching;
+    } catch {
+      return undefined;
+    } finally {
+      db.close();
+    }
+  }
+
+  async function until(check, ms = 5_000) {
+    const end = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > end) throw new Error("timed out");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  test("the last watcher's leaving is told, in a room that never ran a command", async () => {
+    const room = randomUUID();
+    const a = watch(worker.url, room);
+    await a.until(first("hello"));
+    await until(() => agentWatching() === 1);
+    a.close();
+    await until(() => agentWatching() === 0);
   });
 });

@@ -28,7 +28,7 @@ use crate::api::{validate, ApiError};
 use crate::runtime::internal;
 use crate::runtime::log::{self, LifecycleLog};
 use crate::runtime::{body, clock, config, respond};
-use crate::sandbox::lifecycle::touch_step;
+use crate::sandbox::lifecycle::write_due;
 use crate::sandbox::{sandbox_stub, SandboxStub};
 use store::Store;
 
@@ -214,12 +214,7 @@ impl DuetAgent {
     async fn touch(&self, room: &str) -> Result<(), ApiError> {
         let now = clock::now_ms();
         let ttl = room_ttl_ms(&self.env);
-        let step = touch_step(ttl);
-        if self
-            .touched
-            .get()
-            .is_none_or(|at| now.saturating_sub(at) >= step)
-        {
+        if write_due(self.touched.get(), now, ttl) {
             self.store.touch(room, now)?;
             self.touched.set(Some(now));
         }

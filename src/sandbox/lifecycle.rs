@@ -53,11 +53,14 @@ impl Timing {
     }
 }
 
-/// How far apart a room's last use is written, for a clock (idle time or
-/// time to live) of `clock_ms`: a tenth of it, and at least once a minute.
-/// Exact enough for the clock, and a busy room writes seldom.
-pub fn touch_step(clock_ms: u64) -> u64 {
-    (clock_ms / 10).min(60_000)
+/// Whether a room's last use, last written at `written` (if this object
+/// wrote it yet), is due to be written again at `now`, for a clock (idle
+/// time or time to live) of `clock_ms`: every tenth of the clock, and at
+/// least once a minute. Exact enough for the clock, and a busy room writes
+/// seldom.
+pub fn write_due(written: Option<u64>, now: u64, clock_ms: u64) -> bool {
+    let step = (clock_ms / 10).min(60_000);
+    written.is_none_or(|at| now.saturating_sub(at) >= step)
 }
 
 /// The moment by which an exec that arrived at `arrived` with a time limit
@@ -91,10 +94,12 @@ mod tests {
 
     #[test]
     fn the_last_use_is_written_every_tenth_and_at_least_once_a_minute() {
-        assert_eq!(touch_step(100_000), 10_000);
-        assert_eq!(touch_step(600_000), 60_000);
-        assert_eq!(touch_step(T.ttl_ms), 60_000);
-        assert_eq!(touch_step(5), 0);
+        assert!(write_due(None, 0, T.ttl_ms));
+        assert!(!write_due(Some(0), 9_999, 100_000));
+        assert!(write_due(Some(0), 10_000, 100_000));
+        assert!(!write_due(Some(0), 59_999, T.ttl_ms));
+        assert!(write_due(Some(0), 60_000, T.ttl_ms));
+        assert!(write_due(Some(5), 5, 5));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use worker::{
 };
 
 use super::feed::Feed;
-use super::lifecycle::{command_limit, exec_deadline, touch_step, Due, Timing};
+use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
 use super::sandboxd::{ContainerState, Sandboxd, Saving};
 use super::saved::Saved;
 use crate::agent::agent_stub;
@@ -328,7 +328,7 @@ impl Sandbox {
     /// use, written every tenth of the idle time, at most once a minute).
     async fn touch(&self, room: &str, now: u64) -> Result<(), ApiError> {
         let timing = self.timing();
-        self.saved.touch(room, now, touch_step(timing.idle_ms))?;
+        self.saved.touch(room, now, timing.idle_ms)?;
         if !self.alarm_set.replace(true) {
             let asleep = self.saved.state()?.is_some_and(|s| s.asleep);
             let at = timing.next_alarm(now, asleep);

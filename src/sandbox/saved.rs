@@ -9,12 +9,14 @@
 //! synchronous, so no other request of the object interleaves with one.
 //!
 //! The room's state is also kept in memory (the object is its only writer),
-//! and a busy room's last use is written only every `step` milliseconds:
+//! and a busy room's last use is written only now and then ([`write_due`]):
 //! after a restart the clocks may run from up to one step earlier.
 
 use std::cell::RefCell;
 
 use worker::{SqlStorage, SqlStorageValue};
+
+use super::lifecycle::write_due;
 
 /// Bytes per stored chunk of an archive.
 pub const CHUNK_BYTES: usize = 1024 * 1024;
@@ -94,8 +96,8 @@ impl Saved {
     }
 
     /// Records a use of `room` at `now`, keeping the sleep state; stored
-    /// when the room is new or `step` ms passed since the stored use.
-    pub fn touch(&self, room: &str, now: u64, step: u64) -> worker::Result<()> {
+    /// when the room is new here or [`write_due`] for its idle time.
+    pub fn touch(&self, room: &str, now: u64, idle_ms: u64) -> worker::Result<()> {
         let state = self.state()?;
         let stored = self
             .cache
@@ -103,7 +105,7 @@ impl Saved {
             .as_ref()
             .map_or(0, |c| c.stored_last_used);
         let known = state.as_ref().is_some_and(|s| s.room == room);
-        let store = !known || now.saturating_sub(stored) >= step;
+        let store = write_due(known.then_some(stored), now, idle_ms);
         if store {
             self.sql.exec(
                 "INSERT INTO room (id, name, last_used, asleep) VALUES (1, ?, ?, 0)
@@ -179,7 +181,7 @@ impl Saved {
 
     /// Forgets everything: the room, its clock and its archive.
     pub fn forget(&self) -> worker::Result<()> {
-        self.sql.exec("DELETE FROM archive", None)?;
+        self.clear_archive()?;
         self.sql.exec("DELETE FROM room", None)?;
         *self.cache.borrow_mut() = Some(Cached {
             state: None,

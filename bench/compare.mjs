@@ -81,6 +81,33 @@ function wrkVersion() {
   return "wrk";
 }
 
+/** The workerd processes under `pid` (the worker's host process). */
+function workerdPids(pid) {
+  const rows = execFileSync("ps", ["-e", "-o", "pid=,ppid=,comm="], { encoding: "utf8" })
+    .trim()
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/));
+  const family = new Set([String(pid)]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [p, parent] of rows) if (family.has(parent) && !family.has(p)) grew = family.add(p);
+  }
+  return rows.filter(([p, , command]) => family.has(p) && command.startsWith("workerd")).map(([p]) => p);
+}
+
+/** CPU time (user + system, ms) the processes have used, from /proc; null where there is none. */
+function cpuMs(pids) {
+  const tick = 1000 / 100; // USER_HZ, 100 on Linux
+  try {
+    return pids.reduce((sum, p) => {
+      const fields = fs.readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ");
+      return sum + (Number(fields[11]) + Number(fields[12])) * tick;
+    }, 0);
+  } catch {
+    return null;
+  }
+}
+
 /** A worker on workerd in a process of its own (lib/serve-worker.mjs). */
 async function serve(worker, vars) {
   const persistDir = tempDir(`compare-${worker.key}`);
@@ -93,8 +120,10 @@ async function serve(worker, vars) {
     new Promise((r) => child.once("message", r)),
     exited.then(() => { throw new Error(`${worker.key} worker host exited`); }),
   ]);
+  const pids = workerdPids(child.pid);
   return {
     url,
+    cpuMs: () => (pids.length ? cpuMs(pids) : null),
     stop: async () => {
       if (child.connected) child.send("stop");
       await Promise.race([exited, sleep(5000)]);
@@ -159,6 +188,7 @@ function summarize(rounds) {
     p50Ms: pick("p50Ms"),
     p90Ms: pick("p90Ms"),
     p99Ms: pick("p99Ms"),
+    cpuUsPerRequest: rounds.every((r) => r.cpuUsPerRequest !== null) ? pick("cpuUsPerRequest") : null,
     requests: rounds.reduce((a, r) => a + r.requests, 0),
     errors: rounds.reduce((a, r) => a + r.errors, 0),
     errorKinds: kinds,
@@ -178,15 +208,21 @@ async function measure(endpoint, servers) {
   for (let i = 0; i < ROUNDS; i++) {
     for (const w of WORKERS) {
       await sleep(300);
+      const cpuBefore = servers[w.key].cpuMs();
       const r = await wrk(servers[w.key].url, endpoint.key, SECONDS);
+      const cpuAfter = servers[w.key].cpuMs();
+      // workerd's CPU per request: unlike throughput, hardly moved by what
+      // else the machine runs.
+      r.cpuUsPerRequest = cpuBefore === null || cpuAfter === null ? null : round(((cpuAfter - cpuBefore) * 1000) / r.requests, 1);
       rounds[w.key].push(r);
-      log(`${endpoint.label}: round ${i + 1}/${ROUNDS} ${w.key}: ${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, errors ${r.errors}`);
+      log(`${endpoint.label}: round ${i + 1}/${ROUNDS} ${w.key}: ${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, CPU ${r.cpuUsPerRequest} µs/req, errors ${r.errors}`);
     }
   }
   const ratios = rounds.rust.map((r, i) => ({
     throughput: round(r.requestsPerSec / rounds.js[i].requestsPerSec, 3),
     p50: round(r.p50Ms / rounds.js[i].p50Ms, 3),
     p99: round(r.p99Ms / rounds.js[i].p99Ms, 3),
+    cpu: r.cpuUsPerRequest && rounds.js[i].cpuUsPerRequest ? round(r.cpuUsPerRequest / rounds.js[i].cpuUsPerRequest, 3) : null,
   }));
   return {
     label: endpoint.label,
@@ -198,6 +234,7 @@ async function measure(endpoint, servers) {
       throughput: median(ratios.map((r) => r.throughput)),
       p50: median(ratios.map((r) => r.p50)),
       p99: median(ratios.map((r) => r.p99)),
+      cpu: ratios.every((r) => r.cpu !== null) ? median(ratios.map((r) => r.cpu)) : null,
       perRound: ratios,
     },
   };
@@ -253,7 +290,7 @@ try {
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, JSON.stringify(results, null, 1) + "\n");
   log(`wrote ${path.relative(ROOT, out)}`);
-  const f = (s) => `${s.requestsPerSec} req/s, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, ${s.errors} errors`;
+  const f = (s) => `${s.requestsPerSec} req/s, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, CPU ${s.cpuUsPerRequest} µs/req, ${s.errors} errors`;
   for (const e of Object.values(endpoints)) log(`${e.label}: Rust ${f(e.rust)} | JS ${f(e.js)} | Rust/JS throughput ${e.ratio.throughput}, p99 ${e.ratio.p99}`);
 } finally {
   for (const f of cleanup.reverse()) await Promise.resolve(f()).catch(() => {});

@@ -30,7 +30,7 @@ const loads = [...r.load, ...(compare?.load ?? [])].map((l) => l.loadavg[0]);
 const TARGET_GZIP = 200 * 1024;
 const targets = [
   {
-    what: "Gzipped upload ≤ 200 KiB",
+    what: "Gzipped upload ≤ 200 KiB (the CI budget)",
     value: upload ? kib(upload.gzip) : "not measured",
     met: upload ? upload.gzip <= TARGET_GZIP : null,
     why: upload
@@ -79,7 +79,7 @@ if (upload) {
   p("| | raw | gzip |", "|---|---:|---:|");
   for (const [name, s] of Object.entries(upload.files)) p(`| ${name} | ${bytes(s.raw)} | ${bytes(s.gzip)} (alone) |`);
   p(`| **total upload** | **${bytes(upload.raw)}** | **${bytes(upload.gzip)}** |`, "");
-  p(`Budget (\`scripts/size-budget\`, fails above it): 399 KiB = 408,576 B gzipped, the TypeScript worker's size — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 200 KiB — ${upload.targetMet ? "met" : "not met"}.${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
+  p(`Budget (\`scripts/size-budget\`, fails above it): 200 KiB = 204,800 B gzipped (the TypeScript worker uploads 399 KiB) — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 120 KiB — ${upload.targetMet ? "met" : "not met"} (see below for what it would take).${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
   p("`index.js` here is wrangler's re-bundle of build/index.js (not minified, hence larger than build/index.js); its source map is written beside it but not uploaded.", "");
 }
 
@@ -109,15 +109,16 @@ if (compare) {
   const ratio = (x) => (x == null ? "–" : `${x.toFixed(2)}×`);
   const more = (x) => (x >= 1 ? `${((x - 1) * 100).toFixed(0)}% more` : `${((1 - x) * 100).toFixed(0)}% fewer`);
   p("## Rust worker vs JavaScript reference", "");
-  p(`\`bench/reference/index.js\` is the same worker written plainly in JavaScript (one module, no dependencies): the same routes, limits and error bodies, the same Durable Objects and SQLite tables written and read at the same moments (on workerd the response to a request that wrote waits for the commit, so a reference that wrote more would measure storage, not language), the same model input, \`<run>\` rounds and sandboxd calls. \`bench/compare.mjs\` serves both on workerd the same way (each in its own process, each with the scripted AI stand-in, one shared sandboxd), first checks that they answer alike (${compare.smoke.requests} requests, ${compare.smoke.differences} differences; also \`node --test bench/compare.test.mjs\`), then loads each with wrk (${cs.threads} threads, ${cs.connections} connections, keep-alive; a separate process): ${cs.rounds} round${cs.rounds === 1 ? "" : "s"} of ${cs.seconds} s per worker and endpoint after ${cs.warmSeconds} s of warm-up, alternating Rust, JS, Rust, JS, …. The room endpoints are spread over ${cs.rooms} rooms (so ${cs.rooms} DuetAgent or Sandbox objects, and for exec the same ${cs.rooms} shells for both workers); each room's history is full (20 messages) before measuring, and the model answers at once without \`<run>\` tags. Figures are medians over the rounds; the ratios are medians of the per-round ratios (throughput above 1× and latency below 1× favour Rust).`, "");
+  p(`\`bench/reference/index.js\` is the same worker written plainly in JavaScript (one module, no dependencies): the same routes, limits and error bodies, the same Durable Objects and SQLite tables written and read at the same moments (on workerd the response to a request that wrote waits for the commit, so a reference that wrote more would measure storage, not language), the same model input, \`<run>\` rounds and sandboxd calls. \`bench/compare.mjs\` serves both on workerd the same way (each in its own process, each with the scripted AI stand-in, one shared sandboxd), first checks that they answer alike (${compare.smoke.requests} requests, ${compare.smoke.differences} differences; also \`node --test bench/compare.test.mjs\`), then loads each with wrk (${cs.threads} threads, ${cs.connections} connections, keep-alive; a separate process): ${cs.rounds} round${cs.rounds === 1 ? "" : "s"} of ${cs.seconds} s per worker and endpoint after ${cs.warmSeconds} s of warm-up, alternating Rust, JS, Rust, JS, …. The room endpoints are spread over ${cs.rooms} rooms (so ${cs.rooms} DuetAgent or Sandbox objects, and for exec the same ${cs.rooms} shells for both workers); each room's history is full (20 messages) before measuring, and the model answers at once without \`<run>\` tags. Figures are medians over the rounds; the ratios are medians of the per-round ratios (throughput above 1× and latency and CPU below 1× favour Rust). CPU is workerd's (user + system, from /proc) over a round, divided by the requests it served: the work each request costs, which, unlike throughput, other load on the machine hardly moves.`, "");
   if (compare.quick) p(`**Quick run (\`BENCH_QUICK=1\`, ${cs.rounds} rounds of ${cs.seconds} s): do not quote these figures.**`, "");
-  p("| endpoint | worker | req/s | p50 ms | p99 ms | errors | Rust/JS req/s | Rust/JS p99 |", "|---|---|---:|---:|---:|---:|---:|---:|");
+  const cpu = (s) => (s.cpuUsPerRequest == null ? "–" : s.cpuUsPerRequest.toFixed(0));
+  p("| endpoint | worker | req/s | p50 ms | p99 ms | CPU µs/req | errors | Rust/JS req/s | Rust/JS p99 | Rust/JS CPU |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const [key, label] of COMPARED) {
     const e = compare.endpoints[key];
     if (!e) continue;
     const errs = (s) => (s.errors ? `**${s.errors}** (${Object.entries(s.errorKinds).filter(([, v]) => v).map(([k, v]) => `${k} ${v}`).join(", ")})` : "0");
-    p(`| ${label} | Rust | ${e.rust.requestsPerSec.toFixed(0)} | ${ms(e.rust.p50Ms)} | ${ms(e.rust.p99Ms)} | ${errs(e.rust)} | **${ratio(e.ratio.throughput)}** | **${ratio(e.ratio.p99)}** |`);
-    p(`| | JavaScript | ${e.js.requestsPerSec.toFixed(0)} | ${ms(e.js.p50Ms)} | ${ms(e.js.p99Ms)} | ${errs(e.js)} | | |`);
+    p(`| ${label} | Rust | ${e.rust.requestsPerSec.toFixed(0)} | ${ms(e.rust.p50Ms)} | ${ms(e.rust.p99Ms)} | ${cpu(e.rust)} | ${errs(e.rust)} | **${ratio(e.ratio.throughput)}** | **${ratio(e.ratio.p99)}** | **${ratio(e.ratio.cpu)}** |`);
+    p(`| | JavaScript | ${e.js.requestsPerSec.toFixed(0)} | ${ms(e.js.p50Ms)} | ${ms(e.js.p99Ms)} | ${cpu(e.js)} | ${errs(e.js)} | | | |`);
   }
   p("");
   for (const [key, label] of COMPARED) {

@@ -2,8 +2,12 @@
 //! declared too large and hands the request itself, body unread, to the
 //! room's Durable Object (DuetAgent, or Sandbox for exec), which reads the
 //! body within the same bound. It knows nothing of storage, models or shells.
+//! It works on the runtime's own request and response (see the crate docs).
 
-use worker::{Env, Request, Response, Stub};
+use worker::wasm_bindgen::JsCast;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::{web_sys, DurableObject};
+use worker::{Env, Stub};
 
 use crate::api::route::{self, Action, Route};
 use crate::api::{auth, live, ApiError};
@@ -11,11 +15,11 @@ use crate::runtime::log::{self, RequestLog};
 use crate::runtime::{body, clock, config, respond};
 use crate::web;
 
-pub async fn handle(req: Request, env: Env) -> Response {
+pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
     let started = clock::now_ms();
     // The method as sent: `worker::Method` reads methods it does not know as GET.
-    let method = req.inner().method();
-    let path = req.path();
+    let method = req.method();
+    let path = route::path_of(&req.url()).to_owned();
     let routed = route::parse(&method, &path);
     let (route_name, room) = match &routed {
         Ok(Route::Health) => ("health", None),
@@ -28,12 +32,12 @@ pub async fn handle(req: Request, env: Env) -> Response {
         Err(e) => Err(e),
     };
     let error = outcome.as_ref().err().map(ToString::to_string);
-    let response = respond::result(outcome);
+    let response = outcome.unwrap_or_else(|e| respond::error(&e).into());
     log::emit(&RequestLog {
         method: &method,
         route: route_name,
         room: room.as_deref(),
-        status: response.status_code(),
+        status: response.status(),
         duration_ms: clock::now_ms().saturating_sub(started),
         error: error.as_deref(),
     });
@@ -43,15 +47,13 @@ pub async fn handle(req: Request, env: Env) -> Response {
 /// With `DUET_API_TOKEN` set, `/api/` needs `Authorization: Bearer <token>`;
 /// a WebSocket may offer the token as a subprotocol instead (browsers cannot
 /// set headers on one; see `api::live`).
-fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
+fn check_token(req: &web_sys::Request, env: &Env, path: &str) -> Result<(), ApiError> {
     let Some(token) = config::get(env, "DUET_API_TOKEN").filter(|_| path.starts_with("/api/"))
     else {
         return Ok(());
     };
-    let header = req.headers().get("authorization")?;
-    let offered = req
-        .headers()
-        .get("sec-websocket-protocol")?
+    let header = header_of(req, "authorization")?;
+    let offered = header_of(req, "sec-websocket-protocol")?
         .and_then(|protocols| live::token_from_protocols(&protocols));
     let by_protocol = offered.is_some_and(|offered| auth::same_token(&offered, &token));
     if by_protocol || auth::authorized(header.as_deref(), &token) {
@@ -61,24 +63,32 @@ fn check_token(req: &Request, env: &Env, path: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn dispatch(req: Request, env: &Env, route: Route) -> Result<Response, ApiError> {
+async fn dispatch(
+    req: web_sys::Request,
+    env: &Env,
+    route: Route,
+) -> Result<web_sys::Response, ApiError> {
     let (room, action) = match route {
-        Route::Health => return Ok(Response::ok("ok")?),
-        Route::Page(page) => return Ok(web::serve(&page)?),
+        Route::Health => return Ok(web_sys::Response::new_with_opt_str(Some("ok"))?),
+        Route::Page(page) => return Ok(web::serve(&page)?.into()),
         Route::Room { room, action } => (room, action),
     };
     if action.has_body() {
-        body::check_declared_length(&req)?;
+        body::check_declared_length(header_of(&req, "content-length")?.as_deref())?;
     }
     if action == Action::Live {
-        let upgrade = req.headers().get("upgrade")?;
+        let upgrade = header_of(&req, "upgrade")?;
         if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case("websocket")) {
             return Err(ApiError::NotAWebSocket);
         }
     }
-    Ok(room_object(env, &room, action)?
-        .fetch_with_request(req)
-        .await?)
+    let stub = room_object(env, &room, action)?.into_rpc::<DurableObject>();
+    let answer = JsFuture::from(stub.fetch_with_request(&req)?).await?;
+    Ok(answer.unchecked_into())
+}
+
+fn header_of(req: &web_sys::Request, name: &str) -> Result<Option<String>, ApiError> {
+    Ok(req.headers().get(name)?)
 }
 
 /// The object that serves `action` for `room`.

@@ -16,7 +16,9 @@ mod store;
 use std::cell::Cell;
 use std::time::Duration;
 
-use worker::{durable_object, DurableObject, Env, Method, Request, Response, State};
+use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
+use worker::worker_sys::DurableObjectState;
+use worker::{web_sys, Env, Method, Response, State};
 
 use crate::api::limits::ROOM_TTL_SECONDS;
 use crate::api::live::Event;
@@ -27,14 +29,14 @@ use crate::api::wire::{
 use crate::api::{validate, ApiError};
 use crate::runtime::internal;
 use crate::runtime::log::{self, LifecycleLog};
-use crate::runtime::{body, clock, config, respond};
+use crate::runtime::{bindings, body, clock, config, respond};
 use crate::sandbox::lifecycle::write_due;
 use crate::sandbox::{sandbox_stub, SandboxStub};
 use store::Store;
 
 /// The DuetAgent object of a room.
 pub fn agent_stub(env: &Env, room: &str) -> worker::Result<worker::Stub> {
-    env.durable_object("DUET_AGENT")?.get_by_name(room)
+    bindings::durable_objects(env, "DUET_AGENT")?.get_by_name(room)
 }
 
 /// How long a room lives after its last use.
@@ -42,7 +44,7 @@ fn room_ttl_ms(env: &Env) -> u64 {
     config::seconds_as_ms(env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS)
 }
 
-#[durable_object]
+#[wasm_bindgen]
 pub struct DuetAgent {
     state: State,
     store: Store,
@@ -55,8 +57,12 @@ pub struct DuetAgent {
     alarm_set: Cell<bool>,
 }
 
-impl DurableObject for DuetAgent {
-    fn new(state: State, env: Env) -> Self {
+/// The runtime's entry points (by hand: see the crate docs).
+#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures, js_sys = worker::js_sys)]
+impl DuetAgent {
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: DurableObjectState, env: Env) -> Self {
+        let state = State::from(state);
         let store = Store::open(state.storage().sql()).expect("the messages table can be created");
         Self {
             state,
@@ -68,15 +74,22 @@ impl DurableObject for DuetAgent {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        let outcome = self.handle(&mut req).await;
-        Ok(respond::from_object("DuetAgent", &req.path(), outcome))
+    pub async fn fetch(&self, req: web_sys::Request) -> web_sys::Response {
+        let path = route::path_of(&req.url()).to_owned();
+        let outcome = self.handle(req, &path).await;
+        respond::from_object("DuetAgent", &path, outcome).into()
     }
 
+    pub async fn alarm(&self) -> Result<(), JsValue> {
+        Ok(self.expire().await?)
+    }
+}
+
+impl DuetAgent {
     /// The room expires `ROOM_TTL_SECONDS` after its last use.
-    async fn alarm(&self) -> worker::Result<Response> {
+    async fn expire(&self) -> worker::Result<()> {
         let Some((room, last_used)) = self.store.last_use()? else {
-            return Response::empty();
+            return Ok(());
         };
         let expires = last_used.saturating_add(room_ttl_ms(&self.env));
         let now = clock::now_ms();
@@ -86,7 +99,7 @@ impl DurableObject for DuetAgent {
                 .set_alarm(Duration::from_millis(expires - now))
                 .await?;
             self.alarm_set.set(true);
-            return Response::empty();
+            return Ok(());
         }
         self.alarm_set.set(false);
         self.epoch.set(self.epoch.get() + 1);
@@ -100,13 +113,11 @@ impl DurableObject for DuetAgent {
             duration_ms: clock::now_ms() - now,
             note: None,
         });
-        Response::empty()
+        Ok(())
     }
-}
 
-impl DuetAgent {
-    async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
-        let (room, action) = route::room(req.method().as_ref(), &req.path())?;
+    async fn handle(&self, req: web_sys::Request, path: &str) -> Result<Response, ApiError> {
+        let (room, action) = route::room(&req.method(), path)?;
         if matches!(action, Action::SendMessage | Action::History) {
             self.touch(&room).await?;
         }

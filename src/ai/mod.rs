@@ -20,7 +20,7 @@ use worker::Env;
 use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_REPLY_CHARS};
 use crate::api::ApiError;
 use crate::chat::context::ChatMessage;
-use crate::runtime::{config, timeout};
+use crate::runtime::{bindings, config, timeout};
 use crate::text::{first_chars, without_controls};
 use completion::Completion;
 
@@ -64,7 +64,7 @@ pub fn time_limit(env: &Env) -> u64 {
 }
 
 async fn ask(env: &Env, model: &str, context: &[ChatMessage<'_>]) -> Result<Completion, ApiError> {
-    let binding = env.ai("AI").ok();
+    let binding = bindings::ai(env, "AI").ok();
     if let Some(ai) = &binding {
         match workers_ai::ask(ai, model, context).await {
             Ok(completion) => return Ok(completion),

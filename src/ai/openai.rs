@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 use wasm_bindgen::JsValue;
-use worker::{Fetch, Headers, Method, Request, RequestInit};
+use worker::{web_sys, Fetch, Headers, Request};
 
 use super::completion::Completion;
 use super::input::{self, Input};
@@ -83,11 +83,13 @@ fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> 
     if let Some(key) = key {
         headers.set("authorization", &format!("Bearer {key}"))?;
     }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(JsValue::from_str(&body)));
-    Request::new_with_init(url, &init)
+    // web_sys's RequestInit: worker's would link its image-resizing `cf`
+    // options' serializers into the upload, used or not.
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_headers(headers.as_ref());
+    init.set_body(&JsValue::from_str(&body));
+    Ok(web_sys::Request::new_with_str_and_init(url, &init)?.into())
 }
 
 #[cfg(test)]

@@ -6,16 +6,22 @@
 //! several per request.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use worker::Env;
 
 thread_local! {
-    static READ: RefCell<HashMap<&'static str, Option<String>>> = RefCell::default();
+    /// The settings read so far: a handful, so a list, searched in place.
+    static READ: RefCell<Vec<(&'static str, Option<String>)>> = const { RefCell::new(Vec::new()) };
 }
 
 pub fn get(env: &Env, name: &'static str) -> Option<String> {
-    if let Some(value) = READ.with(|read| read.borrow().get(name).cloned()) {
+    let known = READ.with(|read| {
+        let read = read.borrow();
+        read.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, value)| value.clone())
+    });
+    if let Some(value) = known {
         return value;
     }
     // Secrets and vars are both plain strings to the runtime.
@@ -24,7 +30,7 @@ pub fn get(env: &Env, name: &'static str) -> Option<String> {
         .map(|value| value.to_string())
         .ok()
         .filter(|value| !value.trim().is_empty());
-    READ.with(|read| read.borrow_mut().insert(name, value.clone()));
+    READ.with(|read| read.borrow_mut().push((name, value.clone())));
     value
 }
 

@@ -1,7 +1,7 @@
 //! Requests between this Worker's own parts (the front door, DuetAgent and
 //! Sandbox objects). They reuse the public paths, so one router serves all.
 
-use worker::{js_sys, Method, Request, RequestInit, Response, Stub};
+use worker::{js_sys, web_sys, Method, Request, Response, Stub};
 
 use crate::api::ApiError;
 
@@ -12,12 +12,17 @@ pub async fn send(
     path: &str,
     body: Option<&[u8]>,
 ) -> Result<Response, ApiError> {
-    let mut init = RequestInit::new();
-    init.with_method(method);
+    // web_sys's RequestInit: worker's would link its image-resizing `cf`
+    // options' serializers into the upload, used or not.
+    let init = web_sys::RequestInit::new();
+    init.set_method(method.as_ref());
     if let Some(body) = body {
-        init.with_body(Some(js_sys::Uint8Array::from(body).into()));
+        init.set_body(&js_sys::Uint8Array::from(body));
     }
-    let request = Request::new_with_init(&format!("https://duet.internal{path}"), &init)?;
+    let request: Request =
+        web_sys::Request::new_with_str_and_init(&format!("https://duet.internal{path}"), &init)
+            .map_err(worker::Error::from)?
+            .into();
     Ok(stub.fetch_with_request(request).await?)
 }
 

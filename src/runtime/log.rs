@@ -46,6 +46,6 @@ pub struct LifecycleLog<'a> {
 /// Writes one line.
 pub fn emit<T: Serialize>(line: &T) {
     if let Ok(line) = serde_json::to_string(line) {
-        worker::console_log!("{line}");
+        worker::web_sys::console::log_1(&line.into());
     }
 }

@@ -1,10 +1,13 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
-//! waits, the clock, bounded body reads, JSON responses, request logs, settings.
+//! waits, bindings, how futures are woken, the clock, bounded body reads,
+//! JSON responses, request logs, settings.
 
+pub mod bindings;
 pub mod body;
 pub mod clock;
 pub mod config;
 pub mod internal;
 pub mod log;
+pub mod microtasks;
 pub mod respond;
 pub mod timeout;

@@ -6,6 +6,7 @@
 //! errors where they are made.
 
 use serde::Serialize;
+use worker::wasm_bindgen::JsValue;
 use worker::{Response, Result};
 
 use crate::api::ApiError;
@@ -14,6 +15,12 @@ use crate::runtime::log::{self, ObjectFailure};
 impl From<worker::Error> for ApiError {
     fn from(e: worker::Error) -> Self {
         Self::Internal(e.to_string())
+    }
+}
+
+impl From<JsValue> for ApiError {
+    fn from(e: JsValue) -> Self {
+        worker::Error::from(e).into()
     }
 }
 

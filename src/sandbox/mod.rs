@@ -17,12 +17,11 @@ use crate::api::wire::{sandbox_name, ExecOutput, ExecRequest, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::chat::budget::command_budget;
 use crate::chat::run_tags::Outcome;
-use crate::runtime::{clock, internal, timeout};
+use crate::runtime::{bindings, clock, internal, timeout};
 
 /// The Sandbox object of a room.
 pub fn sandbox_stub(env: &Env, room: &str) -> worker::Result<worker::Stub> {
-    env.durable_object("Sandbox")?
-        .get_by_name(&sandbox_name(room))
+    bindings::durable_objects(env, "Sandbox")?.get_by_name(&sandbox_name(room))
 }
 
 /// A typed handle on one room's Sandbox object.

@@ -24,10 +24,9 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use worker::{
-    durable_object, Delay, DurableObject, Env, Method, Request, Response, State, WebSocket,
-    WebSocketIncomingMessage,
-};
+use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
+use worker::worker_sys::DurableObjectState;
+use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
 
 use super::feed::Feed;
 use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
@@ -51,7 +50,7 @@ const SLEEP_POLL_MS: u64 = 20;
 /// When to try a failed sleep again.
 const RETRY_MS: u64 = 60_000;
 
-#[durable_object]
+#[wasm_bindgen]
 pub struct Sandbox {
     state: State,
     env: Env,
@@ -66,8 +65,12 @@ pub struct Sandbox {
     alarm_set: Cell<bool>,
 }
 
-impl DurableObject for Sandbox {
-    fn new(state: State, env: Env) -> Self {
+/// The runtime's entry points (by hand: see the crate docs).
+#[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures, js_sys = worker::js_sys)]
+impl Sandbox {
+    #[wasm_bindgen(constructor)]
+    pub fn new(state: DurableObjectState, env: Env) -> Self {
+        let state = State::from(state);
         let saved = Saved::open(state.storage().sql()).expect("the sandbox tables can be created");
         Self {
             state,
@@ -81,44 +84,43 @@ impl DurableObject for Sandbox {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        let outcome = self.handle(&mut req).await;
-        Ok(respond::from_object("Sandbox", &req.path(), outcome))
+    pub async fn fetch(&self, req: web_sys::Request) -> web_sys::Response {
+        let path = route::path_of(&req.url()).to_owned();
+        let outcome = self.handle(req, &path).await;
+        respond::from_object("Sandbox", &path, outcome).into()
     }
 
-    async fn websocket_message(
-        &self,
-        ws: WebSocket,
-        message: WebSocketIncomingMessage,
-    ) -> worker::Result<()> {
-        if let WebSocketIncomingMessage::String(text) = message {
-            self.feed.received(&self.state, &ws, &text);
+    /// A watcher's message: only text (acks) means anything.
+    #[wasm_bindgen(js_name = webSocketMessage)]
+    pub fn websocket_message(&self, ws: web_sys::WebSocket, message: JsValue) {
+        if let Some(text) = message.as_string() {
+            self.feed.received(&self.state, &ws.into(), &text);
         }
-        Ok(())
     }
 
-    async fn websocket_close(
+    #[wasm_bindgen(js_name = webSocketClose)]
+    pub async fn websocket_close(
         &self,
-        ws: WebSocket,
+        ws: web_sys::WebSocket,
         code: usize,
         _reason: String,
         _was_clean: bool,
-    ) -> worker::Result<()> {
+    ) {
+        let ws = WebSocket::from(ws);
         // Completes the closing handshake, whichever side began it.
         let code = u16::try_from(code)
             .ok()
             .filter(|c| (1000..5000).contains(c) && *c != 1005 && *c != 1006);
         let _ = ws.close(code.or(Some(1000)), Some("bye"));
         self.left(&ws).await;
-        Ok(())
     }
 
-    async fn websocket_error(&self, ws: WebSocket, _error: worker::Error) -> worker::Result<()> {
-        self.left(&ws).await;
-        Ok(())
+    #[wasm_bindgen(js_name = webSocketError)]
+    pub async fn websocket_error(&self, ws: web_sys::WebSocket, _error: JsValue) {
+        self.left(&ws.into()).await;
     }
 
-    async fn alarm(&self) -> worker::Result<Response> {
+    pub async fn alarm(&self) -> Result<(), JsValue> {
         if let Err(e) = self.on_alarm().await {
             log::emit(&ObjectFailure {
                 object: "Sandbox",
@@ -131,7 +133,7 @@ impl DurableObject for Sandbox {
                 .set_alarm(Duration::from_millis(RETRY_MS))
                 .await?;
         }
-        Response::empty()
+        Ok(())
     }
 }
 
@@ -150,18 +152,14 @@ impl Sandbox {
         }
     }
 
-    async fn handle(&self, req: &mut Request) -> Result<Response, ApiError> {
+    async fn handle(&self, req: web_sys::Request, path: &str) -> Result<Response, ApiError> {
         let arrived = clock::now_ms();
         let epoch = self.epoch.get();
-        let (room, action) = route::room(req.method().as_ref(), &req.path())?;
+        let (room, action) = route::room(&req.method(), path)?;
         let name = sandbox_name(&room);
         match action {
             Action::Exec => {
-                let source = match req
-                    .url()?
-                    .query_pairs()
-                    .any(|(k, v)| k == "source" && v == "agent")
-                {
+                let source = match route::query_has(&req.url(), "source", "agent") {
                     true => Source::Agent,
                     false => Source::Exec,
                 };

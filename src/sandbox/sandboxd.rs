@@ -37,7 +37,7 @@ use super::stream;
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
-use crate::runtime::{clock, config, internal, timeout};
+use crate::runtime::{body, clock, config, internal, timeout};
 
 /// The port sandboxd listens on in the container (see the Dockerfile).
 const PORT: u16 = 8080;
@@ -86,14 +86,14 @@ impl<'a> Sandboxd<'a> {
     /// Runs one command in a started sandbox; sandboxd's answer comes back as
     /// it was sent, checked to be a JSON object but not rebuilt.
     pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<Box<RawValue>, ApiError> {
-        let (mut response, _) = self.post_command(name, "exec", request).await?;
+        let (response, _) = self.post_command(name, "exec", request).await?;
         let unexpected = |why: String| {
             ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {why}"))
         };
-        let text = response
-            .text()
+        let bytes = body::all_of(response)
             .await
-            .map_err(|e| unexpected(e.to_string()))?;
+            .map_err(|e| unexpected(worker::Error::from(e).to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| unexpected(e.to_string()))?;
         // Checked in place: the (up to megabytes of) text is not copied.
         let raw = RawValue::from_string(text).map_err(|e| unexpected(e.to_string()))?;
         if !raw.get().starts_with('{') {

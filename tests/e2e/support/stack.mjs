@@ -55,8 +55,9 @@ function builtModules(dir) {
  * `socketPath` (e.g. the stand-in of ./fake-docker.mjs); `egressImage` names
  * workerd's egress interceptor (sidecar) image.
  * buildDir: where the built worker is (default build/).
+ * inspectorPort: serves workerd's V8 inspector there (bench/profile.mjs).
  */
-export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build") } = {}) {
+export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build"), inspectorPort } = {}) {
   // Containers off here: wrangler would build the Dockerfile's image; a
   // test names a ready image instead.
   const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), undefined, {
@@ -85,6 +86,7 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
   const mf = new Miniflare({
     ...options,
     logRequests: false,
+    inspectorPort,
     resourcePersistencePath: persistDir,
     handleStructuredLogs: ({ message }) => logs.push(...message.split("\n").filter((line) => line.trim())),
   });

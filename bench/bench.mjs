@@ -160,38 +160,45 @@ async function startWide() {
   return { url: sandboxd.url, stop: async () => { await sandboxd.stop(); fs.rmSync(sandboxd.root, { recursive: true, force: true }); } };
 }
 
+/** The built worker's cold start and, run for run after it, the JavaScript reference's. */
 async function coldStart(sandboxd) {
   const runs = [];
+  const reference = [];
   const n = QUICK ? 2 : 7;
   loadavg("cold start");
   for (let i = 0; i < n; i++) {
     log(`cold start ${i + 1}/${n}`);
-    const persistDir = tempDir("bench-cold");
-    const t0 = performance.now();
-    const w = await startWorker({ vars: { SANDBOX_URL: sandboxd.url }, persistDir });
-    const tReady = performance.now();
-    let status = 0;
-    for (let k = 0; k < 200 && status !== 200; k++) {
-      try {
-        status = (await fetch(`${w.url}/health`)).status;
-      } catch {
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    }
-    const tHealth = performance.now();
-    const room = `cold-${Date.now()}-${i}`;
-    await postJson(`${w.url}/api/rooms/${room}/message`, { text: "hello" });
-    const tMsg = performance.now();
-    await postJson(`${w.url}/api/rooms/${room}/message`, { text: "hello again" });
-    const tMsg2 = performance.now();
-    await postJson(`${w.url}/api/rooms/${room}/sandbox/exec`, { cmd: "true" });
-    const tExec = performance.now();
-    await w.stop();
-    fs.rmSync(persistDir, { recursive: true, force: true });
-    runs.push({ toReadyMs: round(tReady - t0), toFirstHealthMs: round(tHealth - t0), firstMessageMs: round(tMsg - tHealth), secondMessageMs: round(tMsg2 - tMsg), firstExecNewSandboxMs: round(tExec - tMsg2) });
+    runs.push(await coldStartOnce(sandboxd, i));
+    reference.push(await coldStartOnce(sandboxd, i, path.join(ROOT, "bench/reference")));
   }
-  const med = (k) => median(runs.map((r) => r[k]));
-  results.sections.coldStart = { runs, median: { toReadyMs: med("toReadyMs"), toFirstHealthMs: med("toFirstHealthMs"), firstMessageMs: med("firstMessageMs"), secondMessageMs: med("secondMessageMs"), firstExecNewSandboxMs: med("firstExecNewSandboxMs") } };
+  const medians = (rs) => Object.fromEntries(Object.keys(rs[0]).map((k) => [k, median(rs.map((r) => r[k]))]));
+  results.sections.coldStart = { runs, median: medians(runs), reference: { runs: reference, median: medians(reference) } };
+}
+
+async function coldStartOnce(sandboxd, i, buildDir) {
+  const persistDir = tempDir("bench-cold");
+  const t0 = performance.now();
+  const w = await startWorker({ vars: { SANDBOX_URL: sandboxd.url }, persistDir, buildDir });
+  const tReady = performance.now();
+  let status = 0;
+  for (let k = 0; k < 200 && status !== 200; k++) {
+    try {
+      status = (await fetch(`${w.url}/health`)).status;
+    } catch {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+  const tHealth = performance.now();
+  const room = `cold-${Date.now()}-${i}`;
+  await postJson(`${w.url}/api/rooms/${room}/message`, { text: "hello" });
+  const tMsg = performance.now();
+  await postJson(`${w.url}/api/rooms/${room}/message`, { text: "hello again" });
+  const tMsg2 = performance.now();
+  await postJson(`${w.url}/api/rooms/${room}/sandbox/exec`, { cmd: "true" });
+  const tExec = performance.now();
+  await w.stop();
+  fs.rmSync(persistDir, { recursive: true, force: true });
+  return { toReadyMs: round(tReady - t0), toFirstHealthMs: round(tHealth - t0), firstMessageMs: round(tMsg - tHealth), secondMessageMs: round(tMsg2 - tMsg), firstExecNewSandboxMs: round(tExec - tMsg2) };
 }
 
 /** startWorker in a child process (see lib/serve-worker.mjs). */

@@ -227,7 +227,7 @@ if (sx) {
     p(`| ${v.what} | ${bytes(v.files["index_bg.wasm"].raw)} | ${v.sections["custom:name"] ? bytes(v.sections["custom:name"]) : "none"} | ${bytes(v.raw)} | ${bytes(v.gzip)} | ${v.name === "baseline" ? "–" : `${delta > 0 ? "+" : ""}${delta.toLocaleString("en-US")} B (${((delta / base.gzip) * 100).toFixed(1)}%)`} | ${v.smoke} |`);
   }
   p("");
-  if (sx.twiggy) {
+  if (sx.twiggy?.total) {
     p(`Largest contributors to the baseline wasm by crate (twiggy, shallow bytes, raw, of ${sx.twiggy.total.toLocaleString("en-US")} B):`, "");
     p("| crate / kind | bytes | share |", "|---|---:|---:|");
     for (const c of sx.twiggy.crates.slice(0, 14)) p(`| ${c.crate.replace(/\|/g, "\\|")} | ${c.bytes.toLocaleString("en-US")} | ${((c.bytes / sx.twiggy.total) * 100).toFixed(1)}% |`);

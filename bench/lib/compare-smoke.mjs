@@ -70,7 +70,8 @@ async function sequence(base, { room, token }) {
   await call("message: no text", "POST", `${r}/message`, {});
   await call("message: wrong types", "POST", `${r}/message`, { text: 5, userId: 7 });
   await call("message: blank", "POST", `${r}/message`, { text: " \u001b[2J " });
-  await call("message: too large", "POST", `${r}/message`, { text: "x".repeat(70 * 1024) });
+  // A body refused unread ends its connection: the client must not reuse it.
+  await call("message: too large", "POST", `${r}/message`, { text: "x".repeat(70 * 1024) }, { connection: "close" });
   await call("message: hello", "POST", `${r}/message`, { text: "hello", userId: "ana" });
   await call("message: controls removed", "POST", `${r}/message`, { text: "  \u001b[31mcolored\u001b[0m  ", userId: "\u001b]0;t\u0007bo" });
   await call("message: one command, then the model sees its output", "POST", `${r}/message`, { text: "steps echo hi" });

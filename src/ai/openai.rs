@@ -7,11 +7,12 @@
 
 use serde::Serialize;
 use wasm_bindgen::JsValue;
-use worker::{web_sys, Fetch, Headers, Request};
+use worker::{Fetch, Headers, Method, Request};
 
 use super::completion::Completion;
 use super::input::{self, Input};
 use crate::chat::context::ChatMessage;
+use crate::runtime::outgoing::{self, Parts};
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -83,13 +84,13 @@ fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> 
     if let Some(key) = key {
         headers.set("authorization", &format!("Bearer {key}"))?;
     }
-    // web_sys's RequestInit: worker's would link its image-resizing `cf`
-    // options' serializers into the upload, used or not.
-    let init = web_sys::RequestInit::new();
-    init.set_method("POST");
-    init.set_headers(headers.as_ref());
-    init.set_body(&JsValue::from_str(&body));
-    Ok(web_sys::Request::new_with_str_and_init(url, &init)?.into())
+    let body = JsValue::from_str(&body);
+    let parts = Parts {
+        headers: Some(&headers),
+        body: Some(&body),
+        ..Parts::default()
+    };
+    outgoing::request(Method::Post, url, parts)
 }
 
 #[cfg(test)]

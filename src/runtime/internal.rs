@@ -1,8 +1,9 @@
 //! Requests between this Worker's own parts (the front door, DuetAgent and
 //! Sandbox objects). They reuse the public paths, so one router serves all.
 
-use worker::{js_sys, web_sys, Method, Request, Response, Stub};
+use worker::{js_sys, Method, Response, Stub};
 
+use super::outgoing::{self, Parts};
 use crate::api::ApiError;
 
 /// Sends `method path` with an optional body to a Durable Object.
@@ -12,17 +13,12 @@ pub async fn send(
     path: &str,
     body: Option<&[u8]>,
 ) -> Result<Response, ApiError> {
-    // web_sys's RequestInit: worker's would link its image-resizing `cf`
-    // options' serializers into the upload, used or not.
-    let init = web_sys::RequestInit::new();
-    init.set_method(method.as_ref());
-    if let Some(body) = body {
-        init.set_body(&js_sys::Uint8Array::from(body));
-    }
-    let request: Request =
-        web_sys::Request::new_with_str_and_init(&format!("https://duet.internal{path}"), &init)
-            .map_err(worker::Error::from)?
-            .into();
+    let body = body.map(|body| js_sys::Uint8Array::from(body).into());
+    let parts = Parts {
+        body: body.as_ref(),
+        ..Parts::default()
+    };
+    let request = outgoing::request(method, &format!("https://duet.internal{path}"), parts)?;
     Ok(stub.fetch_with_request(request).await?)
 }
 

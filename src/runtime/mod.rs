@@ -1,6 +1,6 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
 //! waits, bindings, how futures are woken, the clock, bounded body reads,
-//! JSON responses, request logs, settings.
+//! requests sent, JSON responses, request logs, settings.
 
 pub mod bindings;
 pub mod body;
@@ -9,5 +9,6 @@ pub mod config;
 pub mod internal;
 pub mod log;
 pub mod microtasks;
+pub mod outgoing;
 pub mod respond;
 pub mod timeout;

@@ -37,6 +37,7 @@ use super::stream;
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
+use crate::runtime::outgoing::{self, Parts};
 use crate::runtime::{body, clock, config, internal, timeout};
 
 /// The port sandboxd listens on in the container (see the Dockerfile).
@@ -340,17 +341,16 @@ impl<'a> Sandboxd<'a> {
         body: Option<JsValue>,
         signal: &AbortSignal,
     ) -> worker::Result<Request> {
-        let init = web_sys::RequestInit::new();
-        init.set_method(method.as_ref());
-        init.set_signal(Some(signal));
-        if let Some(body) = body {
-            init.set_body(&body);
-        }
         let url = match &self.place {
             Place::Container(_) => format!("{CONTAINER_ORIGIN}{path}"),
             Place::Url(base) => format!("{base}{path}"),
         };
-        Ok(web_sys::Request::new_with_str_and_init(&url, &init)?.into())
+        let parts = Parts {
+            body: body.as_ref(),
+            signal: Some(signal),
+            ..Parts::default()
+        };
+        outgoing::request(method, &url, parts)
     }
 
     /// Whether a command now would have to wait for a container to start.

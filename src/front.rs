@@ -19,15 +19,16 @@ pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
     let started = clock::now_ms();
     // The method as sent: `worker::Method` reads methods it does not know as GET.
     let method = req.method();
-    let path = route::path_of(&req.url()).to_owned();
-    let routed = route::parse(&method, &path);
+    let url = req.url();
+    let path = route::path_of(&url);
+    let routed = route::parse(&method, path);
     let (route_name, room) = match &routed {
         Ok(Route::Health) => ("health", None),
         Ok(Route::Page(_)) => ("page", None),
         Ok(Route::Room { room, action }) => (action.name(), Some(room.clone())),
         Err(_) => ("unknown", None),
     };
-    let outcome = match check_token(&req, &env, &path).and(routed) {
+    let outcome = match check_token(&req, &env, path).and(routed) {
         Ok(route) => dispatch(req, &env, route).await,
         Err(e) => Err(e),
     };
@@ -74,7 +75,7 @@ async fn dispatch(
         Route::Room { room, action } => (room, action),
     };
     if action.has_body() {
-        body::check_declared_length(header_of(&req, "content-length")?.as_deref())?;
+        body::check_declared_length(&req)?;
     }
     if action == Action::Live {
         let upgrade = header_of(&req, "upgrade")?;

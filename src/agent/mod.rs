@@ -75,9 +75,9 @@ impl DuetAgent {
     }
 
     pub async fn fetch(&self, req: web_sys::Request) -> web_sys::Response {
-        let path = route::path_of(&req.url()).to_owned();
-        let outcome = self.handle(req, &path).await;
-        respond::from_object("DuetAgent", &path, outcome).into()
+        let url = req.url();
+        let outcome = self.handle(req, &url).await;
+        respond::from_object("DuetAgent", route::path_of(&url), outcome).into()
     }
 
     pub async fn alarm(&self) -> Result<(), JsValue> {
@@ -116,8 +116,8 @@ impl DuetAgent {
         Ok(())
     }
 
-    async fn handle(&self, req: web_sys::Request, path: &str) -> Result<Response, ApiError> {
-        let (room, action) = route::room(&req.method(), path)?;
+    async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
+        let (room, action) = route::room(&req.method(), route::path_of(url))?;
         if matches!(action, Action::SendMessage | Action::History) {
             self.touch(&room).await?;
         }

@@ -15,11 +15,13 @@ use worker::web_sys::{self, Request};
 use crate::api::limits::MAX_BODY_BYTES;
 use crate::api::ApiError;
 
-/// Refuses a body whose declared length (its `content-length` header) is
-/// over the limit, unread.
-pub fn check_declared_length(header: Option<&str>) -> Result<Option<u64>, ApiError> {
-    // u64: on wasm32 a usize would not hold a length of 4 GiB or more.
-    let declared = header.and_then(|len| len.trim().parse::<u64>().ok());
+/// Refuses a body whose declared length is over the limit, unread.
+pub fn check_declared_length(req: &Request) -> Result<Option<u64>, ApiError> {
+    let declared = req
+        .headers()
+        .get("content-length")?
+        // u64: on wasm32 a usize would not hold a length of 4 GiB or more.
+        .and_then(|len| len.trim().parse::<u64>().ok());
     match declared {
         Some(len) if len > MAX_BODY_BYTES as u64 => Err(ApiError::PayloadTooLarge),
         _ => Ok(declared),
@@ -31,7 +33,7 @@ pub fn check_declared_length(header: Option<&str>) -> Result<Option<u64>, ApiErr
 /// read piece by piece (through `worker`'s byte stream), to cut it off as
 /// soon as it passes the limit.
 pub async fn read(req: Request) -> Result<Vec<u8>, ApiError> {
-    let declared = check_declared_length(req.headers().get("content-length")?.as_deref())?;
+    let declared = check_declared_length(&req)?;
     if declared.is_some() {
         let buffer = JsFuture::from(req.array_buffer().map_err(unreadable)?)
             .await

@@ -85,9 +85,9 @@ impl Sandbox {
     }
 
     pub async fn fetch(&self, req: web_sys::Request) -> web_sys::Response {
-        let path = route::path_of(&req.url()).to_owned();
-        let outcome = self.handle(req, &path).await;
-        respond::from_object("Sandbox", &path, outcome).into()
+        let url = req.url();
+        let outcome = self.handle(req, &url).await;
+        respond::from_object("Sandbox", route::path_of(&url), outcome).into()
     }
 
     /// A watcher's message: only text (acks) means anything.
@@ -152,14 +152,14 @@ impl Sandbox {
         }
     }
 
-    async fn handle(&self, req: web_sys::Request, path: &str) -> Result<Response, ApiError> {
+    async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
         let arrived = clock::now_ms();
         let epoch = self.epoch.get();
-        let (room, action) = route::room(&req.method(), path)?;
+        let (room, action) = route::room(&req.method(), route::path_of(url))?;
         let name = sandbox_name(&room);
         match action {
             Action::Exec => {
-                let source = match route::query_has(&req.url(), "source", "agent") {
+                let source = match route::query_has(url, "source", "agent") {
                     true => Source::Agent,
                     false => Source::Exec,
                 };

@@ -116,9 +116,14 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
  * A real sandboxd on loopback, built by `cargo build --release -p sandboxd`.
  * `args` are extra sandboxd options; `wrap` is a command line to run it
  * under (e.g. one that drops privileges). Resolves once /health answers.
+ * With SANDBOX_URL in the environment (scripts/image-check sets it), a call
+ * without options gets the sandboxd running there instead, whose `--root`
+ * is SANDBOX_ROOT as seen from here; `stop` leaves it to whoever started it.
  */
-export async function startSandboxd({ root = tempDir("sandboxes"), port, args = [], wrap = [] } = {}) {
-  port ??= await freePort();
+export async function startSandboxd(options = {}) {
+  if (process.env.SANDBOX_URL) return runningSandboxd(options);
+  const { root = tempDir("sandboxes"), args = [], wrap = [] } = options;
+  const port = options.port ?? (await freePort());
   const argv = [...wrap, path.join(ROOT, "target/release/sandboxd"), "--listen", `127.0.0.1:${port}`, "--root", root, ...args];
   // A minimal environment, as in production: commands can read sandboxd's.
   const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH } });
@@ -128,15 +133,7 @@ export async function startSandboxd({ root = tempDir("sandboxes"), port, args = 
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`sandboxd exited: ${stderr}`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      if (i > 200) throw new Error(`sandboxd did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  await untilHealthy(url, () => (child.exitCode !== null ? `sandboxd exited: ${stderr}` : undefined), () => stderr);
   return {
     url,
     root,
@@ -149,6 +146,33 @@ export async function startSandboxd({ root = tempDir("sandboxes"), port, args = 
       clearTimeout(timer);
     },
   };
+}
+
+/** The sandboxd at SANDBOX_URL; a test that needs options of its own cannot use it. */
+async function runningSandboxd(options) {
+  const asked = Object.keys(options);
+  if (asked.length > 0) throw new Error(`this test starts sandboxd with its own ${asked.join(", ")}: it cannot use the one at SANDBOX_URL`);
+  const url = process.env.SANDBOX_URL.replace(/\/$/, "");
+  await untilHealthy(url, () => undefined, () => "");
+  return { url, root: process.env.SANDBOX_ROOT, port: Number(new URL(url).port), stop: async () => {} };
+}
+
+/**
+ * Waits, at most about 10 s, for `${url}/health` to answer 200. `failed()`
+ * names why to stop waiting at once; `log()` explains a timeout.
+ */
+async function untilHealthy(url, failed, log) {
+  for (let i = 0; ; i++) {
+    const failure = failed();
+    if (failure) throw new Error(failure);
+    try {
+      if ((await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok) return;
+    } catch {
+      // not answering yet
+    }
+    if (i > 200) throw new Error(`sandboxd at ${url} did not answer /health: ${log()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /**

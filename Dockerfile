@@ -5,6 +5,9 @@
 # on port 8080. The worker's Sandbox Durable Object talks to that port.
 #
 # Build from the repository root: docker build -t duet-sandbox .
+# scripts/image-check builds the runtime stage without Docker and runs the
+# sandbox tests inside it; it carries out only the kinds of instruction used
+# below and fails on any other.
 
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src

@@ -36,7 +36,20 @@ ensure_test_tools() {
   local missing=()
   command -v go >/dev/null || missing+=(golang-go)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
-  if [ ${#missing[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
+}
+
+# debootstrap builds the sandbox image's root filesystem, ip brings up the
+# loopback of its network namespace (scripts/image-check).
+ensure_image_tools() {
+  local missing=()
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v ip >/dev/null || missing+=(iproute2)
+  apt_install "${missing[@]}"
+}
+
+apt_install() { # package... (none: nothing to do)
+  if [ $# -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
   fi
 }

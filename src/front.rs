@@ -96,7 +96,9 @@ fn header_of(req: &web_sys::Request, name: &str) -> Result<Option<String>, ApiEr
 fn room_object(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
     Ok(match action {
         // The Sandbox object holds the live feed (see `sandbox::feed`).
-        Action::Exec | Action::Live => crate::sandbox::sandbox_stub(env, room)?,
+        Action::Exec | Action::KeptArchive | Action::Live => {
+            crate::sandbox::sandbox_stub(env, room)?
+        }
         _ => crate::agent::agent_stub(env, room)?,
     })
 }

@@ -65,6 +65,7 @@ fn every_error() -> Vec<ApiError> {
         ApiError::PayloadTooLarge,
         ApiError::UnreadableBody(String::new()),
         ApiError::CleanedUp,
+        ApiError::NoKeptArchive,
         ApiError::NotAWebSocket,
         ApiError::TooManyWatchers(0),
         ApiError::AiUnavailable(String::new()),
@@ -86,6 +87,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::PayloadTooLarge
             | ApiError::UnreadableBody(_)
             | ApiError::CleanedUp
+            | ApiError::NoKeptArchive
             | ApiError::NotAWebSocket
             | ApiError::TooManyWatchers(_)
             | ApiError::AiUnavailable(_)
@@ -252,6 +254,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             }
             ("GET", "/api/rooms/{roomId}/messages") => room(Action::History),
             ("POST", "/api/rooms/{roomId}/sandbox/exec") => room(Action::Exec),
+            ("GET", "/api/rooms/{roomId}/sandbox/archive") => room(Action::KeptArchive),
             ("DELETE", "/api/rooms/{roomId}") => room(Action::Cleanup),
             _ => panic!("{method} {path} is documented but not known here"),
         };

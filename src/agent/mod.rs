@@ -138,7 +138,9 @@ impl DuetAgent {
                 self.store.set_watching(on)?;
                 Ok(Response::empty()?)
             }
-            Action::Exec | Action::Live | Action::Publish => Err(ApiError::NotFound),
+            Action::Exec | Action::KeptArchive | Action::Live | Action::Publish => {
+                Err(ApiError::NotFound)
+            }
         }
     }
 

@@ -13,7 +13,8 @@ pub type FieldErrors = BTreeMap<&'static str, Vec<String>>;
 /// The endpoints a 404 names.
 pub const ENDPOINTS: &str = "GET /health, HEAD /health, POST /api/rooms/{roomId}/message, \
 POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
-POST /api/rooms/{roomId}/sandbox/exec, DELETE /api/rooms/{roomId}, \
+POST /api/rooms/{roomId}/sandbox/exec, GET /api/rooms/{roomId}/sandbox/archive, \
+DELETE /api/rooms/{roomId}, \
 GET /api/rooms/{roomId}/live, GET /, GET /rooms/{roomId}, GET /assets/duet.css, \
 GET /assets/duet.js";
 
@@ -35,6 +36,10 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("request body could not be read: {0}")]
     UnreadableBody(String),
+    #[error(
+        "this room keeps no archive: one is kept only when a sleeping room's files could not be restored"
+    )]
+    NoKeptArchive,
     #[error("the room was cleaned up while this request was in flight; nothing of it was kept")]
     CleanedUp,
     #[error(
@@ -79,7 +84,7 @@ impl ApiError {
                 400
             }
             Self::Unauthorized => 401,
-            Self::NotFound => 404,
+            Self::NotFound | Self::NoKeptArchive => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::CleanedUp => 409,
             Self::NotAWebSocket => 426,

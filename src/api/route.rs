@@ -15,6 +15,8 @@ pub enum Action {
     SendMessage,
     History,
     Exec,
+    /// The archive kept of files a wake could not restore.
+    KeptArchive,
     Cleanup,
     /// The live feed (a WebSocket).
     Live,
@@ -52,6 +54,7 @@ impl Action {
             Self::SendMessage => "message",
             Self::History => "history",
             Self::Exec => "exec",
+            Self::KeptArchive => "archive",
             Self::Cleanup => "cleanup",
             Self::Live => "live",
             Self::Publish => "publish",
@@ -117,6 +120,8 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("messages", _) => return Err(ApiError::MethodNotAllowed("GET, POST")),
         ("sandbox/exec", "POST") => Action::Exec,
         ("sandbox/exec", _) => return Err(ApiError::MethodNotAllowed("POST")),
+        ("sandbox/archive", "GET") => Action::KeptArchive,
+        ("sandbox/archive", _) => return Err(ApiError::MethodNotAllowed("GET")),
         ("live", "GET") => Action::Live,
         ("live", _) => return Err(ApiError::MethodNotAllowed("GET")),
         _ => return Err(ApiError::NotFound),
@@ -261,6 +266,10 @@ mod tests {
             (id.into(), Action::Exec)
         );
         assert_eq!(
+            room("GET", &format!("/api/rooms/{id}/sandbox/archive")),
+            (id.into(), Action::KeptArchive)
+        );
+        assert_eq!(
             room("DELETE", &format!("/api/rooms/{id}")),
             (id.into(), Action::Cleanup)
         );
@@ -341,6 +350,7 @@ mod tests {
             ("GET", "/api/rooms/r/message", "POST"),
             ("DELETE", "/api/rooms/r/messages", "GET, POST"),
             ("GET", "/api/rooms/r/sandbox/exec", "POST"),
+            ("PUT", "/api/rooms/r/sandbox/archive", "GET"),
             ("GET", "/api/rooms/r", "DELETE"),
         ];
         for (method, path, allowed) in cases {

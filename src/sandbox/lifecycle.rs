@@ -41,6 +41,14 @@ impl Timing {
         }
     }
 
+    /// When to ask again, at `now`, after a sandbox was found unfit to sleep
+    /// (its workspace could not be restored): after another idle time, not
+    /// at once, and never past the room's expiry.
+    pub fn after_refused_sleep(&self, now: u64, last_used: u64) -> u64 {
+        now.saturating_add(self.idle_ms)
+            .min(last_used.saturating_add(self.ttl_ms))
+    }
+
     /// What is due at `now`.
     pub fn due(&self, now: u64, last_used: u64, asleep: bool) -> Due {
         if now >= last_used.saturating_add(self.ttl_ms) {
@@ -111,6 +119,13 @@ mod tests {
         assert_eq!(T.due(601_000, 1_000, true), Due::Nothing);
         assert_eq!(T.due(259_201_000, 1_000, true), Due::Expire);
         assert_eq!(T.due(259_201_000, 1_000, false), Due::Expire, "expiry wins");
+    }
+
+    #[test]
+    fn a_refused_sleep_is_asked_again_after_another_idle_time() {
+        assert_eq!(T.after_refused_sleep(601_000, 1_000), 1_201_000);
+        // Not past the expiry, which comes from the last use.
+        assert_eq!(T.after_refused_sleep(259_000_000, 1_000), 259_201_000);
     }
 
     #[test]

@@ -8,12 +8,21 @@
 //!   the sandbox stopped; the next command restores the files into a fresh
 //!   sandbox first (the shell's directory, variables and processes are not
 //!   kept);
+//! - a workspace that sandboxd says it could not restore (too many entries,
+//!   too large unpacked, ...) is not put to sleep: the sandbox stays up, and
+//!   the alarm asks again after another idle time;
+//! - a room always wakes: when the saved files cannot come back after all
+//!   (refused, or too slow for the restore's bound), the command runs in an
+//!   empty workspace, says so in its stderr and the log, and the archive is
+//!   kept aside for the room to fetch (`GET …/sandbox/archive`);
 //! - after `ROOM_TTL_SECONDS` without a command the room expires: sandbox
 //!   and archive are deleted.
 //!
 //! A sleep and a command never overlap: a command that arrives while the
 //! workspace is being saved waits for it, and a sleep that sees a command
-//! arrived while it saved keeps the sandbox running.
+//! arrived while it saved keeps the sandbox running. One restore serves a
+//! wake however many commands arrive: the first restores, the others wait
+//! for it, each within its own deadline.
 //!
 //! Cleanup is final: a command that arrived before a cleanup but had not
 //! reached sandboxd when it began (waiting for its body, the container or a
@@ -30,8 +39,8 @@ use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
 
 use super::feed::Feed;
 use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
-use super::sandboxd::{ContainerState, Sandboxd, Saving};
-use super::saved::Saved;
+use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
+use super::saved::{Archive, Saved};
 use crate::agent::agent_stub;
 use crate::api::limits::{
     RESTORE_MS, ROOM_TTL_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES, SANDBOX_IDLE_SECONDS,
@@ -45,8 +54,8 @@ use crate::runtime::{body, clock, config, internal, respond};
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
-/// How often a command checks whether a sleep in progress is over.
-const SLEEP_POLL_MS: u64 = 20;
+/// How often a command checks whether a sleep or wake in progress is over.
+const POLL_MS: u64 = 20;
 /// When to try a failed sleep again.
 const RETRY_MS: u64 = 60_000;
 
@@ -60,9 +69,37 @@ pub struct Sandbox {
     epoch: Cell<u64>,
     /// A sleep is saving the workspace or stopping the sandbox.
     sleeping: Cell<bool>,
+    /// A command is restoring the saved workspace; others wait for it.
+    waking: Cell<bool>,
     feed: Feed,
     /// This instance has set the lifecycle alarm.
     alarm_set: Cell<bool>,
+}
+
+/// Sets a flag for as long as it lives, however the work it guards ends.
+struct Busy<'a>(&'a Cell<bool>);
+
+impl<'a> Busy<'a> {
+    fn set(flag: &'a Cell<bool>) -> Self {
+        flag.set(true);
+        Self(flag)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+/// What came of an idle alarm's sleep.
+#[derive(Debug, PartialEq, Eq)]
+enum Slept {
+    Asleep,
+    /// A command or a cleanup came while the workspace was saved.
+    Interrupted,
+    /// The workspace could not be restored, so the sandbox stays up.
+    Refused,
 }
 
 /// The runtime's entry points (by hand: see the crate docs).
@@ -79,6 +116,7 @@ impl Sandbox {
             container: Rc::default(),
             epoch: Cell::new(0),
             sleeping: Cell::new(false),
+            waking: Cell::new(false),
             feed: Feed::default(),
             alarm_set: Cell::new(false),
         }
@@ -195,6 +233,7 @@ impl Sandbox {
                     &serde_json::json!({ "destroyed": true }),
                 )?)
             }
+            Action::KeptArchive => self.kept_archive(&room),
             Action::Live => self.watch(&room).await,
             Action::Publish => {
                 let event = String::from_utf8(body::read(req).await?)
@@ -249,20 +288,24 @@ impl Sandbox {
         watched: Option<&str>,
     ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
         let sandboxd = self.sandboxd()?;
-        let asleep = self.saved.state()?.is_some_and(|s| s.asleep) || self.sleeping.get();
+        let asleep = self.asleep()? || self.sleeping.get() || self.waking.get();
         let cold = asleep || sandboxd.is_cold();
         let deadline = exec_deadline(arrived, request.timeout_ms, cold);
         let late = || ApiError::SandboxTimeout(deadline - arrived);
-        while self.sleeping.get() {
-            if clock::now_ms() >= deadline {
-                return Err(late());
-            }
-            Delay::from(Duration::from_millis(SLEEP_POLL_MS)).await;
-        }
+        self.wait_while(&self.sleeping, deadline)
+            .await
+            .ok_or_else(late)?;
         sandboxd.start(deadline).await?;
-        if self.saved.state()?.is_some_and(|s| s.asleep) {
-            self.wake(&sandboxd, room, name, deadline).await?;
-        }
+        self.wait_while(&self.waking, deadline)
+            .await
+            .ok_or_else(late)?;
+        let note = match self.asleep()? {
+            false => None,
+            true => {
+                let _waking = Busy::set(&self.waking);
+                self.wake(&sandboxd, room, name, deadline).await?
+            }
+        };
         // A warm command keeps its own limit; a cold one gets what the start left.
         let timeout_ms = match cold {
             false => request.timeout_ms,
@@ -287,27 +330,66 @@ impl Sandbox {
                 sandboxd.exec_streaming(name, &request, output).await
             }
         };
-        result.map_err(|e| match e {
+        let result = result.map_err(|e| match e {
             ApiError::SandboxTimeout(_) => late(),
             e => e,
-        })
+        })?;
+        match note {
+            None => Ok(result),
+            Some(note) => with_note(&result, &note),
+        }
     }
 
-    /// Restores a sleeping room's files into its fresh sandbox.
+    fn asleep(&self) -> Result<bool, ApiError> {
+        Ok(self.saved.state()?.is_some_and(|s| s.asleep))
+    }
+
+    /// Waits while `busy` is set (a sleep or a wake in progress); `None`
+    /// once `deadline` came first.
+    async fn wait_while(&self, busy: &Cell<bool>, deadline: u64) -> Option<()> {
+        while busy.get() {
+            if clock::now_ms() >= deadline {
+                return None;
+            }
+            Delay::from(Duration::from_millis(POLL_MS)).await;
+        }
+        Some(())
+    }
+
+    /// Restores a sleeping room's files into its fresh sandbox. When they
+    /// cannot come back, the room wakes with an empty workspace, the archive
+    /// is kept aside, and the answer is a note saying so for the command's
+    /// stderr. A sandboxd that cannot be reached leaves the room asleep, to
+    /// be woken by the next command.
     async fn wake(
         &self,
         sandboxd: &Sandboxd<'_>,
         room: &str,
         name: &str,
         deadline: u64,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Option<String>, ApiError> {
         let started = clock::now_ms();
-        let bytes = self.saved.archive_bytes()?;
-        if bytes > 0 {
-            let limit = RESTORE_MS.min(deadline.saturating_sub(started)).max(1);
-            sandboxd.restore(name, self.saved.chunks()?, limit).await?;
-        }
-        self.saved.clear_archive()?;
+        let bytes = self.saved.archive_bytes(Archive::Saved)?;
+        let restore = match self.saved.blob(Archive::Saved)? {
+            None => Restore::Done,
+            Some(archive) => {
+                let limit = RESTORE_MS.min(deadline.saturating_sub(started)).max(1);
+                sandboxd.restore(name, archive, limit).await?
+            }
+        };
+        let note = match restore {
+            Restore::Done => {
+                self.saved.clear_archive()?;
+                None
+            }
+            Restore::Refused(why) => {
+                self.saved.keep_archive()?;
+                Some(format!(
+                    "duet: this room's saved files could not be restored ({why}); the workspace \
+                     starts empty, and the archive is kept at GET /api/rooms/{room}/sandbox/archive"
+                ))
+            }
+        };
         self.saved.set_asleep(false)?;
         log::emit(&LifecycleLog {
             event: "wake",
@@ -315,9 +397,25 @@ impl Sandbox {
             room,
             bytes: Some(bytes),
             duration_ms: clock::now_ms() - started,
-            note: None,
+            note: note.clone(),
         });
-        Ok(())
+        Ok(note)
+    }
+
+    /// The archive of files that could not be restored, as it was saved.
+    fn kept_archive(&self, room: &str) -> Result<Response, ApiError> {
+        let archive = self
+            .saved
+            .blob(Archive::Kept)?
+            .ok_or(ApiError::NoKeptArchive)?;
+        let response = web_sys::Response::new_with_opt_blob(Some(&archive))?;
+        let headers = response.headers();
+        headers.set("content-type", "application/gzip")?;
+        headers.set(
+            "content-disposition",
+            &format!("attachment; filename=\"{room}-workspace.tar.gz\""),
+        )?;
+        Ok(response.into())
     }
 
     /// Records a command of `room` at `now`. The alarm is set once per
@@ -349,23 +447,35 @@ impl Sandbox {
                 self.alarm_set.set(false);
                 return self.expire(&room.room, room.asleep).await;
             }
-            Due::Sleep => self.sleep(&room.room, room.last_used).await?,
+            Due::Sleep => {
+                if self.sleep(&room.room, room.last_used).await? == Slept::Refused {
+                    let at = timing.after_refused_sleep(now, room.last_used);
+                    self.set_alarm_at(at).await?;
+                    return Ok(());
+                }
+            }
             Due::Nothing => {}
         }
         if let Some(room) = self.saved.state()? {
-            let at = timing.next_alarm(room.last_used, room.asleep);
-            self.state
-                .storage()
-                .set_alarm(Duration::from_millis(at.saturating_sub(clock::now_ms())))
+            self.set_alarm_at(timing.next_alarm(room.last_used, room.asleep))
                 .await?;
-            self.alarm_set.set(true);
         }
         Ok(())
     }
 
+    async fn set_alarm_at(&self, at: u64) -> Result<(), ApiError> {
+        self.state
+            .storage()
+            .set_alarm(Duration::from_millis(at.saturating_sub(clock::now_ms())))
+            .await?;
+        self.alarm_set.set(true);
+        Ok(())
+    }
+
     /// Saves the workspace and stops the sandbox, unless a command or a
-    /// cleanup came meanwhile.
-    async fn sleep(&self, room: &str, last_used: u64) -> Result<(), ApiError> {
+    /// cleanup came meanwhile, or sandboxd says the workspace could not be
+    /// restored (then the sandbox stays up).
+    async fn sleep(&self, room: &str, last_used: u64) -> Result<Slept, ApiError> {
         let started = clock::now_ms();
         let epoch = self.epoch.get();
         let name = sandbox_name(room);
@@ -385,7 +495,7 @@ impl Sandbox {
         if used_meanwhile || self.epoch.get() != epoch || saving.is_err() {
             self.sleeping.set(false);
             self.saved.clear_archive()?;
-            return saving.map(|_| ());
+            return saving.map(|_| Slept::Interrupted);
         }
         let note = match saving {
             Ok(Saving::TooLarge) => {
@@ -393,6 +503,19 @@ impl Sandbox {
                 Some(format!(
                     "the workspace's archive is over SANDBOX_ARCHIVE_MAX_BYTES ({max} bytes): its files were not kept"
                 ))
+            }
+            Ok(Saving::Unrestorable(why)) => {
+                self.sleeping.set(false);
+                self.saved.clear_archive()?;
+                log::emit(&LifecycleLog {
+                    event: "stay-awake",
+                    object: "Sandbox",
+                    room,
+                    bytes: None,
+                    duration_ms: clock::now_ms() - started,
+                    note: Some(format!("not put to sleep, the sandbox stays up: {why}")),
+                });
+                return Ok(Slept::Refused);
             }
             _ => None,
         };
@@ -404,11 +527,11 @@ impl Sandbox {
             event: "sleep",
             object: "Sandbox",
             room,
-            bytes: Some(self.saved.archive_bytes()?),
+            bytes: Some(self.saved.archive_bytes(Archive::Saved)?),
             duration_ms: clock::now_ms() - started,
             note,
         });
-        Ok(())
+        Ok(Slept::Asleep)
     }
 
     /// Deletes the sandbox (a sleeping one is already stopped) and
@@ -441,4 +564,21 @@ impl Sandbox {
     fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
         Sandboxd::locate(&self.state, &self.env, &self.container)
     }
+}
+
+/// A command's result with `note` as the first line of its stderr.
+fn with_note(
+    result: &serde_json::value::RawValue,
+    note: &str,
+) -> Result<Box<serde_json::value::RawValue>, ApiError> {
+    let internal = |e: serde_json::Error| ApiError::Internal(e.to_string());
+    let mut fields: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(result.get()).map_err(internal)?;
+    let stderr = fields
+        .get("stderr")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let stderr = format!("{note}\n{stderr}");
+    fields.insert("stderr".into(), stderr.into());
+    serde_json::value::to_raw_value(&fields).map_err(internal)
 }

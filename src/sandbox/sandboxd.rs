@@ -6,8 +6,11 @@
 //!   command and answers the result the public exec route returns;
 //! - `DELETE /v1/sandboxes/{name}` ends the shell and removes its files;
 //! - `GET /v1/sandboxes/{name}/archive?maxBytes=N` answers the workspace as
-//!   a gzipped tar (413 when larger than `N`, 404 when there is none);
-//! - `PUT /v1/sandboxes/{name}/archive` replaces the workspace with one.
+//!   a gzipped tar (413 when larger than `N`, 404 when there is none, 422
+//!   when a restore would refuse it);
+//! - `PUT /v1/sandboxes/{name}/archive?timeoutMs=N` replaces the workspace
+//!   with one, or leaves it as it was when the archive is refused or the
+//!   restore takes longer than `N`.
 //!
 //! In production sandboxd runs in this object's container, which is started
 //! on demand and polled (with backoff, for at most [`CONTAINER_START_MS`])
@@ -28,8 +31,8 @@ use futures_util::StreamExt;
 use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
 use worker::{
-    js_sys, wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env,
-    Fetch, Method, Request, Response, State,
+    wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch,
+    Method, Request, Response, State,
 };
 
 use super::saved::CHUNK_BYTES;
@@ -209,6 +212,7 @@ impl<'a> Sandboxd<'a> {
                 200 => {}
                 404 => return Ok(Saving::Nothing),
                 413 => return Ok(Saving::TooLarge),
+                422 => return Ok(Saving::Unrestorable(internal::error_of(response).await)),
                 status => {
                     let why = internal::error_of(response).await;
                     return Err(ApiError::SandboxFailed(format!(
@@ -248,29 +252,49 @@ impl<'a> Sandboxd<'a> {
             .ok_or(ApiError::SandboxTimeout(limit_ms))?
     }
 
-    /// Replaces the workspace of a started sandbox with the archive made of
-    /// `chunks`, in order. The archive goes as one `Blob`, which JavaScript
-    /// holds, not this object's memory.
+    /// Replaces the workspace of a started sandbox with `archive`, within
+    /// `limit_ms`. sandboxd
+    /// gets a little less time than this call waits, so that it gives up
+    /// first and says so; a restore it gives up on (or whose caller went
+    /// away) leaves the workspace as it was.
     pub async fn restore(
         &self,
         name: &str,
-        chunks: impl Iterator<Item = worker::Result<Vec<u8>>>,
+        archive: web_sys::Blob,
         limit_ms: u64,
-    ) -> Result<(), ApiError> {
-        let parts = js_sys::Array::new();
-        for chunk in chunks {
-            parts.push(&js_sys::Uint8Array::from(chunk?.as_slice()));
+    ) -> Result<Restore, ApiError> {
+        let sandboxd_ms = limit_ms.saturating_sub(RESTORE_ANSWER_MS).max(1);
+        let path = format!("/v1/sandboxes/{name}/archive?timeoutMs={sandboxd_ms}");
+        let response = match self
+            .send_within(Method::Put, &path, Some(archive.into()), limit_ms)
+            .await
+        {
+            Some(Ok(response)) => response,
+            Some(Err(e)) => {
+                self.state.ready.set(false);
+                return Err(ApiError::SandboxFailed(format!(
+                    "cannot reach sandboxd: {e}"
+                )));
+            }
+            None => {
+                self.state.ready.set(false);
+                return Ok(Restore::Refused(format!(
+                    "sandboxd did not finish the restore within {limit_ms} ms"
+                )));
+            }
+        };
+        match response.status_code() {
+            200 => Ok(Restore::Done),
+            // Refused (bad, too large, unrestorable) or too slow: the archive
+            // itself cannot come back, now or on a later try.
+            400 | 413 | 422 | 504 => Ok(Restore::Refused(internal::error_of(response).await)),
+            status => {
+                let why = internal::error_of(response).await;
+                Err(ApiError::SandboxUnavailable(format!(
+                    "sandboxd answered {status} to the restore: {why}"
+                )))
+            }
         }
-        let blob = web_sys::Blob::new_with_u8_array_sequence(&parts)
-            .map_err(|e| ApiError::Internal(format!("cannot hold the archive: {e:?}")))?;
-        self.call(
-            Method::Put,
-            &format!("/v1/sandboxes/{name}/archive"),
-            Some(blob.into()),
-            limit_ms,
-        )
-        .await?;
-        Ok(())
     }
 
     async fn call(
@@ -443,7 +467,24 @@ pub enum Saving {
     Nothing,
     /// The archive was over the cap; whatever was kept of it is to be dropped.
     TooLarge,
+    /// sandboxd would not restore this workspace (too many entries, too
+    /// large unpacked, ...), so it must not sleep; why.
+    Unrestorable(String),
 }
+
+/// What became of restoring a workspace that sandboxd could be asked to
+/// restore.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Restore {
+    Done,
+    /// The archive was refused, or took too long; why. The workspace is as
+    /// it was before (empty, in a fresh sandbox).
+    Refused(String),
+}
+
+/// How long before the worker's own bound sandboxd gives up a restore, so
+/// its answer (and the reason) still arrives.
+const RESTORE_ANSWER_MS: u64 = 500;
 
 /// The longest pause between two health checks of a starting container.
 const MAX_START_PAUSE_MS: u64 = 1_000;

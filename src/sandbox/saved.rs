@@ -2,7 +2,9 @@
 //! serves (an alarm comes with no request to name it), when the room last
 //! ran a command, whether its sandbox sleeps, and a sleeping room's
 //! workspace as a compressed archive in chunks of [`CHUNK_BYTES`] (a SQLite
-//! row holds at most 2 MB).
+//! row holds at most 2 MB). An archive that could not be restored is moved
+//! aside, kept for the room's people to fetch, so that the room can wake
+//! with an empty workspace without losing the files.
 //!
 //! The archive lives with the object that needs it, costs no other binding,
 //! and goes when the object's storage is deleted. Each statement is
@@ -14,7 +16,7 @@
 
 use std::cell::RefCell;
 
-use worker::{SqlStorage, SqlStorageValue};
+use worker::{js_sys, web_sys, SqlStorage, SqlStorageValue};
 
 use super::lifecycle::write_due;
 
@@ -27,6 +29,24 @@ pub struct RoomState {
     pub room: String,
     pub last_used: u64,
     pub asleep: bool,
+}
+
+/// The two archives a room may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Archive {
+    /// The workspace of a sleeping room, restored when it wakes.
+    Saved,
+    /// One whose restore failed: no longer restored, kept to be fetched.
+    Kept,
+}
+
+impl Archive {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Saved => "archive",
+            Self::Kept => "kept_archive",
+        }
+    }
 }
 
 pub struct Saved {
@@ -52,10 +72,15 @@ impl Saved {
             )",
             None,
         )?;
-        sql.exec(
-            "CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)",
-            None,
-        )?;
+        for table in [Archive::Saved, Archive::Kept] {
+            sql.exec(
+                &format!(
+                    "CREATE TABLE IF NOT EXISTS {} (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)",
+                    table.name()
+                ),
+                None,
+            )?;
+        }
         Ok(Self {
             sql,
             cache: RefCell::default(),
@@ -148,11 +173,15 @@ impl Saved {
         Ok(())
     }
 
-    /// The saved archive's chunks, in order.
-    pub fn chunks(&self) -> worker::Result<impl Iterator<Item = worker::Result<Vec<u8>>>> {
-        let cursor = self
-            .sql
-            .exec("SELECT bytes FROM archive ORDER BY seq", None)?;
+    /// An archive's chunks, in order.
+    fn chunks(
+        &self,
+        archive: Archive,
+    ) -> worker::Result<impl Iterator<Item = worker::Result<Vec<u8>>>> {
+        let cursor = self.sql.exec(
+            &format!("SELECT bytes FROM {} ORDER BY seq", archive.name()),
+            None,
+        )?;
         Ok(cursor.raw().map(|row| match row?.into_iter().next() {
             Some(SqlStorageValue::Blob(bytes)) => Ok(bytes),
             _ => Err(worker::Error::RustError(
@@ -161,15 +190,31 @@ impl Saved {
         }))
     }
 
-    /// Bytes of archive stored.
-    pub fn archive_bytes(&self) -> worker::Result<u64> {
+    /// An archive as one `Blob`, which JavaScript holds rather than this
+    /// object's memory; `None` when there is none.
+    pub fn blob(&self, archive: Archive) -> worker::Result<Option<web_sys::Blob>> {
+        let parts = js_sys::Array::new();
+        for chunk in self.chunks(archive)? {
+            parts.push(&js_sys::Uint8Array::from(chunk?.as_slice()));
+        }
+        if parts.length() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(web_sys::Blob::new_with_u8_array_sequence(&parts)?))
+    }
+
+    /// Bytes of an archive stored (0 when there is none).
+    pub fn archive_bytes(&self, archive: Archive) -> worker::Result<u64> {
         #[derive(serde::Deserialize)]
         struct Row {
             bytes: Option<i64>,
         }
         let row: Row = self
             .sql
-            .exec("SELECT SUM(LENGTH(bytes)) AS bytes FROM archive", None)?
+            .exec(
+                &format!("SELECT SUM(LENGTH(bytes)) AS bytes FROM {}", archive.name()),
+                None,
+            )?
             .one()?;
         Ok(row.bytes.unwrap_or(0).max(0) as u64)
     }
@@ -179,9 +224,21 @@ impl Saved {
         Ok(())
     }
 
-    /// Forgets everything: the room, its clock and its archive.
+    /// Moves the saved archive aside as the kept one, replacing any kept
+    /// before.
+    pub fn keep_archive(&self) -> worker::Result<()> {
+        self.sql.exec("DELETE FROM kept_archive", None)?;
+        self.sql.exec(
+            "INSERT INTO kept_archive (seq, bytes) SELECT seq, bytes FROM archive",
+            None,
+        )?;
+        self.clear_archive()
+    }
+
+    /// Forgets everything: the room, its clock and its archives.
     pub fn forget(&self) -> worker::Result<()> {
         self.clear_archive()?;
+        self.sql.exec("DELETE FROM kept_archive", None)?;
         self.sql.exec("DELETE FROM room", None)?;
         *self.cache.borrow_mut() = Some(Cached {
             state: None,

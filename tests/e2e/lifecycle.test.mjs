@@ -10,31 +10,11 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
+import { events, sleep, until } from "./support/lifecycle.mjs";
 import { startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
 
 const IDLE_S = 2;
 const TTL_S = 9;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Long enough for an idle alarm to have fired and the sleep to be done. */
-const PAST_IDLE_MS = IDLE_S * 1000 + 2500;
-
-/** The worker's lifecycle log lines for `room`. */
-function events(worker, room) {
-  return worker.logs
-    .filter((line) => line.startsWith("{") && line.includes('"event"'))
-    .map((line) => JSON.parse(line))
-    .filter((l) => l.room === room);
-}
-
-async function until(what, check, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe("rooms that sleep and expire (SANDBOX_URL)", () => {
   let sandboxd, worker;

@@ -57,10 +57,11 @@ const API_VERSION = "1.47";
 const MIN_API_VERSION = "1.24";
 
 // What an image's ENTRYPOINT does. `port` is the host port standing for
-// port 8080 of the container's network namespace.
+// port 8080 of the container's network namespace; `extra`, the words after
+// the kind's name (an image of kind "sandboxd --max-restore-bytes=1000").
 const ENTRYPOINTS = {
   // The Duet sandbox image.
-  sandboxd: ({ port, root }) => [path.join(ROOT, "target/release/sandboxd"), ["--listen", `127.0.0.1:${port}`, "--root", root]],
+  sandboxd: ({ port, root, extra }) => [path.join(ROOT, "target/release/sandboxd"), ["--listen", `127.0.0.1:${port}`, "--root", root, ...extra]],
   // The sandbox image on a slow machine: sandboxd answers only after 8 s.
   "slow-sandboxd": ({ port, root }) => ["sh", ["-c", 'sleep 8; exec "$0" "$@"', path.join(ROOT, "target/release/sandboxd"), "--listen", `127.0.0.1:${port}`, "--root", root]],
   // A broken build: listens on 8080 and never answers.
@@ -98,8 +99,8 @@ function humanDuration(ms) {
 
 /**
  * Starts the stand-in. `images` maps image names to an entrypoint kind
- * ("sandboxd", "slow-sandboxd", "silent", "deaf"); the egress image is
- * always known.
+ * ("sandboxd", "slow-sandboxd", "silent", "deaf"), which may be followed by
+ * arguments for it; the egress image is always known.
  */
 export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE } = {}) {
   const dir = tempDir("docker");
@@ -141,7 +142,8 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     }
     const ns = namespaceOf(c);
     if (!c.port) throw new DockerError(500, "container has no port"); // set at create
-    const [cmd, args] = ENTRYPOINTS[c.kind]({ port: c.port, root: c.root });
+    const [kind, ...extra] = c.kind.split(" ");
+    const [cmd, args] = ENTRYPOINTS[kind]({ port: c.port, root: c.root, extra });
     const env = { PATH: process.env.PATH, LANG: "C.UTF-8" };
     for (const kv of c.config.Env ?? []) {
       const i = kv.indexOf("=");

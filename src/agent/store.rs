@@ -2,8 +2,10 @@
 //! was last used (for its expiry).
 //!
 //! Every change is one synchronous statement batch with no `await` inside, so
-//! concurrent messages to a room interleave only between whole exchanges and
-//! none is lost: there is no read-modify-write across an `await`.
+//! none is lost: there is no read-modify-write across an `await`. Concurrent
+//! exchanges run side by side (each reads the history as it was when it
+//! began), but each stores its user and agent message together, so the
+//! stored pairs never interleave.
 //!
 //! The object is the only writer of its storage, so it keeps the recent
 //! history in memory too, loaded once and changed in the same synchronous

@@ -7,23 +7,37 @@
 //! recent whole exchanges that fit, starting with a user turn. The system
 //! prompt and the new message are always sent.
 
+use std::sync::OnceLock;
+
 use serde::Serialize;
 
-use crate::api::limits::MAX_HISTORY_CONTEXT_CHARS;
+use crate::api::limits::{
+    MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_REPLY,
+};
 use crate::api::wire::{Message, Role};
 
-/// Tells the model how to behave in a shared terminal room.
-pub const SYSTEM_PROMPT: &str = "You are Duet, a pair-programming assistant in a shared \
-terminal room. Several people may talk to you; be concise and practical. You can run shell \
-commands in the room's Linux sandbox (bash; files and the working directory persist between \
-commands). To run a command, write it exactly, alone, inside <run>...</run>, for example \
-<run>ls -la</run>. Use at most five <run> tags in one answer. After your answer the commands \
-run in order, and you get their results (exit code and output) in a message marked as coming \
-from the sandbox; you may then run more commands the same way, or give your final answer \
-without <run> tags. You have at most four answers and eight commands per user message, so \
-plan them. Everyone in the room sees your answers and a short summary of each command's \
-output. Never invent or predict a command's output. Only run commands that help with what \
-was asked; never run destructive commands unless asked.";
+/// Tells the model how to behave in a shared terminal room, with the limits
+/// the exchange enforces (`rounds`), so the two cannot disagree.
+pub fn system_prompt() -> &'static str {
+    static PROMPT: OnceLock<String> = OnceLock::new();
+    PROMPT.get_or_init(|| {
+        format!(
+            "You are Duet, a pair-programming assistant in a shared terminal room. Several \
+             people may talk to you; be concise and practical. You can run shell commands in \
+             the room's Linux sandbox (bash; files and the working directory persist between \
+             commands). To run a command, write it exactly, alone, inside <run>...</run>, for \
+             example <run>ls -la</run>. Use at most {MAX_RUNS_PER_REPLY} <run> tags in one \
+             answer. After your answer the commands run in order, and you get their results \
+             (exit code and output) in a message marked as coming from the sandbox; you may \
+             then run more commands the same way, or give your final answer without <run> \
+             tags. You have at most {MAX_MODEL_CALLS} answers and \
+             {MAX_COMMANDS_PER_MESSAGE} commands per user message, so plan them. Everyone in \
+             the room sees your answers and a short summary of each command's output. Never \
+             invent or predict a command's output. Only run commands that help with what was \
+             asked; never run destructive commands unless asked."
+        )
+    })
+}
 
 /// One turn of an OpenAI-style chat, the shape both backends accept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -42,7 +56,7 @@ pub fn build<'a>(
 ) -> Vec<ChatMessage<'a>> {
     let system = ChatMessage {
         role: "system",
-        content: SYSTEM_PROMPT,
+        content: system_prompt(),
     };
     let past = recent_that_fit(history).iter().map(|m| ChatMessage {
         role: match m.role {
@@ -97,6 +111,28 @@ fn recent_that_fit(history: &[Message]) -> &[Message] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The number written right after each `before` in the prompt, if any.
+    fn numbers_after(before: &str) -> Vec<Option<usize>> {
+        let prompt = system_prompt();
+        prompt
+            .match_indices(before)
+            .map(|(at, _)| {
+                let rest = &prompt[at + before.len()..];
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_prompt_states_the_limits_the_exchange_keeps() {
+        assert_eq!(
+            numbers_after("at most "),
+            [Some(MAX_RUNS_PER_REPLY), Some(MAX_MODEL_CALLS)]
+        );
+        assert!(numbers_after("answers and ").contains(&Some(MAX_COMMANDS_PER_MESSAGE)));
+    }
 
     #[test]
     fn system_then_history_then_new_message() {

@@ -62,6 +62,11 @@ pub const EXEC_ANSWER_MS: u64 = 28_000;
 /// Default `SANDBOX_IDLE_SECONDS`: a sandbox with no command for this long
 /// sleeps (files saved, sandbox stopped).
 pub const SANDBOX_IDLE_SECONDS: u64 = 600;
+/// Default `SANDBOX_INACTIVITY_TIMEOUT_SECONDS` beyond `SANDBOX_IDLE_SECONDS`:
+/// the runtime stops a container whose object is gone this long after the
+/// sandbox would have slept. At least the step at which its use is renewed
+/// (a minute at most), so an object's own sleep always comes first.
+pub const INACTIVITY_MARGIN_SECONDS: u64 = 60;
 /// Default `ROOM_TTL_SECONDS`: a room unused for this long is forgotten.
 pub const ROOM_TTL_SECONDS: u64 = 3 * 24 * 3600;
 /// Default `SANDBOX_ARCHIVE_MAX_BYTES`: the largest workspace archive

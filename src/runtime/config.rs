@@ -41,8 +41,45 @@ pub fn number(env: &Env, name: &'static str, default: u64, max: u64) -> u64 {
         .map_or(default, |ms| ms.clamp(1, max))
 }
 
+/// An on/off setting (`on`, `true` or `off`, `false`, in any case); unset
+/// gives `default`; anything else is an error naming the setting, so that a
+/// typo does not silently keep the default.
+pub fn switch(env: &Env, name: &'static str, default: bool) -> Result<bool, String> {
+    match get(env, name) {
+        None => Ok(default),
+        Some(value) => parse_switch(&value)
+            .ok_or_else(|| format!("{name} is {value:?}; set it to \"on\" or \"off\"")),
+    }
+}
+
+fn parse_switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" => Some(true),
+        "off" | "false" => Some(false),
+        _ => None,
+    }
+}
+
 /// A setting in seconds, as milliseconds; unset or unparsable gives
 /// `default` seconds, and at least one second.
 pub fn seconds_as_ms(env: &Env, name: &'static str, default: u64) -> u64 {
     number(env, name, default, u64::MAX / 1000) * 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_switch_is_on_or_off_and_nothing_else() {
+        for on in ["on", "ON", " true "] {
+            assert_eq!(parse_switch(on), Some(true), "{on}");
+        }
+        for off in ["off", "Off", "false"] {
+            assert_eq!(parse_switch(off), Some(false), "{off}");
+        }
+        for other in ["of", "no", "0", "disabled", ""] {
+            assert_eq!(parse_switch(other), None, "{other}");
+        }
+    }
 }

@@ -1,11 +1,13 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
-//! waits, bindings, how futures are woken, the clock, bounded body reads,
-//! requests sent, JSON responses, request logs, settings.
+//! waits, bindings, the container methods workers-rs lacks, how futures are
+//! woken, the clock, bounded body reads, requests sent, JSON responses,
+//! request logs, settings.
 
 pub mod bindings;
 pub mod body;
 pub mod clock;
 pub mod config;
+pub mod container;
 pub mod internal;
 pub mod log;
 pub mod microtasks;

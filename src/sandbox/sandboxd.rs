@@ -18,28 +18,44 @@
 //! Docker) the `SANDBOX_URL` var points at a sandboxd run by hand. No call
 //! waits longer than the command's own limit plus [`SANDBOXD_MARGIN_MS`].
 //!
-//! workerd's `running()` turns false only once someone awaits the
-//! container's exit, so every started container gets a watcher that does;
-//! without it a room whose container was destroyed or died would never
-//! start another.
+//! A container is started with explicit options: outbound internet access
+//! as `SANDBOX_INTERNET` says (on unless set to off); sandboxd needs no
+//! environment (its settings are the image's arguments, and its shells get
+//! a fixed environment of their own). The `SANDBOX_URL` path has none of
+//! this: that sandboxd's network is its host's.
+//!
+//! Nothing here awaits the container's exit: the runtime follows it itself
+//! (`running()` turns false when the container stops), and a pending wait
+//! would keep the object in memory for as long as the container runs. So
+//! the object leaves memory between commands, and what keeps the container
+//! meanwhile is its inactivity timeout: the runtime keeps a container for
+//! that long once its object is gone, then stops it. It is set at start and
+//! renewed with use, to `SANDBOX_INACTIVITY_TIMEOUT_SECONDS` (by default the
+//! idle time plus [`INACTIVITY_MARGIN_SECONDS`]): the object's own alarm
+//! puts the sandbox to sleep first, and a container whose object forgot it
+//! is stopped by the runtime soon after.
 
 use std::cell::Cell;
-use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
 use worker::{
-    wasm_bindgen_futures, web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch,
-    Method, Request, Response, State,
+    web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch, Method, Request, Response,
+    State,
 };
 
+use super::lifecycle::write_due;
 use super::saved::CHUNK_BYTES;
 use super::stream;
-use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
+use crate::api::limits::{
+    CONTAINER_START_MS, INACTIVITY_MARGIN_SECONDS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS,
+    SANDBOX_IDLE_SECONDS,
+};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
+use crate::runtime::container as platform;
 use crate::runtime::outgoing::{self, Parts};
 use crate::runtime::{body, clock, config, internal, timeout};
 
@@ -47,34 +63,39 @@ use crate::runtime::{body, clock, config, internal, timeout};
 const PORT: u16 = 8080;
 /// Where requests to the container go; only the path matters.
 const CONTAINER_ORIGIN: &str = "http://sandboxd";
+/// How long renewing the inactivity timeout may take (a call to the
+/// runtime, not to the container).
+const RENEW_MS: u64 = 1_000;
 
 /// What the Sandbox object knows of its container between requests.
 #[derive(Default)]
 pub struct ContainerState {
     /// sandboxd answered since the container last started.
     ready: Cell<bool>,
-    /// A watcher is waiting for the container to exit.
-    watched: Cell<bool>,
+    /// When the inactivity timeout was last set (epoch ms), since the
+    /// container last started.
+    renewed: Cell<Option<u64>>,
 }
 
 enum Place {
-    Container(Rc<Container>),
+    Container(Container),
     Url(String),
 }
 
 pub struct Sandboxd<'a> {
     place: Place,
-    state: &'a Rc<ContainerState>,
+    state: &'a ContainerState,
+    env: &'a Env,
 }
 
 impl<'a> Sandboxd<'a> {
     pub fn locate(
         object: &State,
-        env: &Env,
-        state: &'a Rc<ContainerState>,
+        env: &'a Env,
+        state: &'a ContainerState,
     ) -> Result<Self, ApiError> {
         let place = match (object.container(), config::get(env, "SANDBOX_URL")) {
-            (Some(container), _) => Place::Container(Rc::new(container)),
+            (Some(container), _) => Place::Container(container),
             (None, Some(url)) => Place::Url(url.trim_end_matches('/').to_owned()),
             (None, None) => {
                 return Err(ApiError::SandboxUnavailable(
@@ -84,7 +105,7 @@ impl<'a> Sandboxd<'a> {
                 ))
             }
         };
-        Ok(Self { place, state })
+        Ok(Self { place, state, env })
     }
 
     /// Runs one command in a started sandbox; sandboxd's answer comes back as
@@ -165,12 +186,11 @@ impl<'a> Sandboxd<'a> {
             // (and may be restarted by the engine, files and all) is
             // replaced by a fresh one first, which removes it.
             if !container.running() {
-                container.start(None).map_err(|e| {
+                self.launch(container).map_err(|e| {
                     ApiError::SandboxFailed(format!(
                         "the stopped container could not be removed: {e}"
                     ))
                 })?;
-                self.watch(container);
             }
             return self.stop(container).await;
         }
@@ -388,20 +408,21 @@ impl<'a> Sandboxd<'a> {
     /// Starts the container if needed and waits until sandboxd answers, for
     /// at most [`CONTAINER_START_MS`] and never past `deadline` (epoch ms).
     /// A container that runs but never answers is destroyed, so the next
-    /// call starts a fresh one.
+    /// call starts a fresh one. Renews the inactivity timeout when due.
     pub async fn start(&self, deadline: u64) -> Result<(), ApiError> {
         let Place::Container(container) = &self.place else {
             return Ok(());
         };
         if self.state.ready.get() && container.running() {
+            self.keep(container).await;
             return Ok(());
         }
         if !container.running() {
-            container.start(None).map_err(|e| {
+            self.launch(container).map_err(|e| {
                 ApiError::SandboxUnavailable(format!("the container could not be started: {e}"))
             })?;
         }
-        self.watch(container);
+        self.keep(container).await;
         let started = clock::now_ms();
         let deadline = deadline.min(started + CONTAINER_START_MS);
         let mut pauses = start_pauses();
@@ -426,19 +447,36 @@ impl<'a> Sandboxd<'a> {
         )))
     }
 
-    /// Awaits the container's exit in the background (once per start), which
-    /// is what makes `running()` turn false when it stops for any reason.
-    fn watch(&self, container: &Rc<Container>) {
-        if self.state.watched.replace(true) {
+    /// Starts the container, with outbound internet access as
+    /// `SANDBOX_INTERNET` says; answers why not.
+    fn launch(&self, container: &Container) -> Result<(), String> {
+        let internet = config::switch(self.env, "SANDBOX_INTERNET", true)?;
+        platform::start(container, internet).map_err(|e| e.to_string())?;
+        self.state.ready.set(false);
+        self.state.renewed.set(None);
+        Ok(())
+    }
+
+    /// Sets the container's inactivity timeout when it was not set since the
+    /// container started, or its last setting is as old as the step at
+    /// which a room's last use is written ([`write_due`] for the idle time):
+    /// the container is then kept for at least the idle time after its last
+    /// use. A failure is retried with the next command; the room works on.
+    async fn keep(&self, container: &Container) {
+        let idle_ms = config::seconds_as_ms(self.env, "SANDBOX_IDLE_SECONDS", SANDBOX_IDLE_SECONDS);
+        let now = clock::now_ms();
+        if !write_due(self.state.renewed.get(), now, idle_ms) {
             return;
         }
-        let (container, state) = (Rc::clone(container), Rc::clone(self.state));
-        wasm_bindgen_futures::spawn_local(async move {
-            // Settles on exit, crash, failed start or destroy; all mean "gone".
-            let _ = container.wait_for_exit().await;
-            state.ready.set(false);
-            state.watched.set(false);
-        });
+        let timeout_ms = config::seconds_as_ms(
+            self.env,
+            "SANDBOX_INACTIVITY_TIMEOUT_SECONDS",
+            idle_ms / 1000 + INACTIVITY_MARGIN_SECONDS,
+        );
+        let renewing = platform::set_inactivity_timeout(container, timeout_ms);
+        if let Some(Ok(())) = timeout::within(RENEW_MS, renewing).await {
+            self.state.renewed.set(Some(now));
+        }
     }
 
     /// Destroys the container, and waits (boundedly) until the runtime knows

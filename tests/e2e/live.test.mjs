@@ -222,3 +222,47 @@ describe("whether anyone watches", () => {
     await until(() => agentWatching() === 0);
   });
 });
+
+// What a local restart of workerd (the nearest thing to a deploy here: the
+// code under every object is replaced) does to a live room: watchers' sockets
+// close and the page's watchers reconnect; an exchange in flight is cut whole;
+// nothing stored is lost, and the next message reaches the new watchers.
+describe("a restart between two messages", () => {
+  test("loses nothing stored; watchers reconnect to the new worker and see the next message", async () => {
+    const old = await startWorker();
+    const room = randomUUID();
+    let watchers, inFlight;
+    try {
+      assert.equal((await old.api("POST", `/api/rooms/${room}/message`, { text: "one", userId: "ana" })).status, 200);
+      watchers = [watch(old.url, room), watch(old.url, room)];
+      for (const w of watchers) await w.until(first("hello"));
+      // An exchange the model never answers: in flight when the worker goes.
+      inFlight = old.api("POST", `/api/rooms/${room}/message`, { text: "stall" }).then((res) => res, (e) => e);
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      await old.stop();
+    }
+    assert.ok((await inFlight) instanceof Error, "the exchange in flight was cut");
+    for (const w of watchers) await w.until(() => w.closed(), 5_000);
+
+    const restarted = await startWorker({ persistDir: old.persistDir });
+    try {
+      const again = [watch(restarted.url, room), watch(restarted.url, room)];
+      for (const w of again) {
+        const hello = await w.until(first("hello"));
+        assert.deepEqual(hello.history.map((m) => m.text), ["one", "echo: one"], "the stored exchange, not the cut one");
+      }
+      const sent = await restarted.api("POST", `/api/rooms/${room}/message`, { text: "two", userId: "bo" });
+      assert.equal(sent.status, 200);
+      for (const w of again) {
+        const messages = await w.until((events) => (ofType("message")(events).length === 2 ? ofType("message")(events) : null));
+        assert.deepEqual(messages.map((e) => e.message.text), ["two", "echo: two"]);
+        w.close();
+      }
+      const { json } = await restarted.api("GET", `/api/rooms/${room}/messages`);
+      assert.deepEqual(json.messages.map((m) => m.text), ["one", "echo: one", "two", "echo: two"]);
+    } finally {
+      await restarted.stop();
+    }
+  });
+});

@@ -101,11 +101,11 @@ impl ExecResult {
     fn new(outcome: Outcome, command: String) -> Self {
         ExecResult {
             success: outcome.exit_code == 0 && !outcome.timed_out,
+            duration: outcome.duration_ms(),
             stdout: outcome.stdout,
             stderr: outcome.stderr,
             exit_code: outcome.exit_code,
             command,
-            duration: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
             timestamp: iso8601_millis(outcome.started),
             truncated: outcome.truncated,
             timed_out: outcome.timed_out,

@@ -11,6 +11,7 @@ mod config;
 mod error;
 mod http;
 mod links;
+mod log;
 mod output;
 mod procs;
 mod rlimits;

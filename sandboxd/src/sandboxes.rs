@@ -38,6 +38,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use crate::abandon::Abandon;
 use crate::archive::{self, Bounds, Restored};
 use crate::error::Error;
+use crate::log::{self, CommandLog};
 use crate::rlimits::Limits;
 use crate::session::{End, Outcome, Session};
 use crate::watch::Watch;
@@ -243,13 +244,7 @@ impl Sandboxes {
             shell.session = Some(session);
         }
         shell.idle_since = Instant::now();
-        eprintln!(
-            "sandbox={name} exit={} duration_ms={} timed_out={} truncated={}",
-            outcome.exit_code,
-            outcome.duration.as_millis(),
-            outcome.timed_out,
-            outcome.truncated
-        );
+        log::emit(&CommandLog::new(name, &outcome));
         Ok(outcome)
     }
 

@@ -2,28 +2,38 @@
 //! and its files brought back into a fresh one.
 //!
 //! An archive is a gzipped tar of a workspace's contents, paths relative to
-//! it: regular files with their permissions, directories, symlinks as
-//! symlinks, modification times. Packing leaves out what no restore would
-//! take: sockets, fifos and devices, which cannot be archived meaningfully,
-//! and symlinks leading out of the workspace. It is written to an unlinked
-//! scratch file, not to memory, and abandoned as soon as it outgrows its cap.
+//! it: directories and regular files with their permissions, then symlinks
+//! as symlinks, modification times. Packing leaves out what no restore
+//! would take: sockets, fifos and devices, which cannot be archived
+//! meaningfully, and symlinks leading out of the workspace in the tree the
+//! archive holds (see `links`). It is written to an unlinked scratch file,
+//! not to memory, and abandoned as soon as it outgrows its cap.
+//!
+//! Packing refuses, before anything is sent, a workspace that a restore
+//! under the same root and [`Bounds`] would refuse: more unpacked bytes or
+//! entries than the bounds, or a path too long to create below the
+//! restore's scratch directory. A room that cannot come back whole is kept
+//! awake rather than put to sleep.
 //!
 //! A restore trusts nothing in the archive. It unpacks into a new scratch
 //! directory, which takes the workspace's place only once every entry was
-//! accepted (see `workspace::replace`); the first entry refused ends it and
-//! removes that directory, so a refused archive never touches a workspace.
-//! It never follows a symlink while writing: every directory above an entry
-//! must be a real directory (missing ones are created), and files are
-//! created anew, never opened through a link. Refused:
+//! accepted (see `workspace::replace`); the first entry refused, or the
+//! restore being given up (see `abandon`, looked at between entries and
+//! between chunks of a file), ends it and removes that directory, so a
+//! refused archive never touches a workspace. It never follows a symlink
+//! while writing: every directory above an entry must be a real directory
+//! (missing ones are created), and files are created anew, never opened
+//! through a link. Refused:
 //! * absolute paths and paths with a `..` component;
 //! * symlinks whose target is absolute or leads out of the workspace,
-//!   checked as the kernel would resolve them, through the symlinks of the
-//!   archive itself, once more when everything is written;
+//!   followed as the kernel would through the symlinks of the archive
+//!   itself: at once when nothing written later could change that, else
+//!   once everything is written, so the order of entries does not matter;
 //! * entries below a symlink, and entries listed twice;
 //! * hard links (all of them: simplest, and safe), devices, fifos, sockets
 //!   and every other entry type;
-//! * more than the restore bound of unpacked data, counted as it is read, so
-//!   a small archive cannot fill the disk;
+//! * more entries, or more unpacked data, than the bounds, counted as they
+//!   are read, so a small archive cannot fill the disk or keep sandboxd busy;
 //! * a stream that is not gzip, is corrupt or cut short (checked up to the
 //!   gzip trailer's checksum and length, and each file's length), or has
 //!   data after its end.
@@ -37,10 +47,10 @@
 //! extended header in memory, up to the restore bound: the tar reader reads
 //! those whole.
 
-use std::collections::VecDeque;
-use std::ffi::{OsStr, OsString};
+use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -51,12 +61,23 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use tar::{Archive, Builder, EntryType, Header, HeaderMode};
 
-use crate::error::Error;
+use crate::abandon::Abandon;
+use crate::error::{Error, Over};
+use crate::links::{self, Links};
 use crate::workspace::{remove_blocking, workspace_error};
 
-/// Most symlinks followed while resolving one target, as in Linux.
-const MAX_LINK_HOPS: usize = 40;
-const WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes of a file written at once; a restore given up stops between them.
+const CHUNK: usize = 64 * 1024;
+/// The longest path a system call takes (PATH_MAX less the NUL).
+const PATH_MAX: usize = libc::PATH_MAX as usize - 1;
+
+/// What a restore unpacks at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Unpacked bytes, tar headers included.
+    pub bytes: u64,
+    pub entries: u64,
+}
 
 /// What a restore wrote: regular files and their total size.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -67,8 +88,16 @@ pub struct Restored {
 
 /// Writes the gzipped tar of `workspace`'s contents to a new file at
 /// `scratch`, unlinked at once, and returns it rewound with its size. Fails
-/// with [`Error::ArchiveTooLarge`] as soon as it outgrows `cap` bytes.
-pub fn pack(workspace: &Path, scratch: &Path, cap: u64) -> Result<(File, u64), Error> {
+/// with [`Error::ArchiveTooLarge`] as soon as it outgrows `cap` bytes, and
+/// with [`Error::Unrestorable`] as soon as it holds what a restore into the
+/// scratch directory `restore_into` within `bounds` would refuse.
+pub fn pack(
+    workspace: &Path,
+    scratch: &Path,
+    cap: u64,
+    restore_into: &Path,
+    bounds: Bounds,
+) -> Result<(File, u64), Error> {
     // Left by a sandboxd that died while packing.
     remove_stale(scratch)?;
     let file = OpenOptions::new()
@@ -79,19 +108,41 @@ pub fn pack(workspace: &Path, scratch: &Path, cap: u64) -> Result<(File, u64), E
         .open(scratch)
         .map_err(|e| workspace_error(scratch, e))?;
     remove_stale(scratch)?;
-    let mut sink = Capped {
-        file,
-        written: 0,
-        cap,
+    // The default level: about three times the time of the fastest, and a
+    // third smaller on source trees. An archive is made while its room is
+    // idle, and a smaller one comes back sooner when the room wakes.
+    let gzip = GzEncoder::new(Capped::new(file, cap), Compression::default());
+    let mut packer = Packer {
+        workspace,
+        tar: Builder::new(Capped::new(gzip, bounds.bytes)),
+        bounds,
+        entries: 0,
+        room: PATH_MAX.saturating_sub(restore_into.as_os_str().len() + 1),
+        links: Vec::new(),
     };
-    let packed = pack_into(workspace, &mut sink);
-    if sink.written > cap {
+    let packed = packer.run();
+    // A cap passed explains the write that failed on it. The archive's cap
+    // goes first, judged on all the data read so far: a workspace whose
+    // archive is too large cannot be kept, restorable or not.
+    let tar = packer.tar.get_mut();
+    if tar.over() {
+        let _ = tar.inner.flush();
+    }
+    if tar.inner.get_ref().over() {
         return Err(Error::ArchiveTooLarge { cap });
     }
-    packed.map_err(|e| workspace_error(workspace, e))?;
-    let mut file = sink.file;
+    if tar.over() {
+        return Err(Error::Unrestorable(Over::Bytes(bounds.bytes).to_string()));
+    }
+    packed?;
+    let finished = packer.tar.into_inner().and_then(|tar| tar.inner.finish());
+    let Capped {
+        inner: mut file,
+        written,
+        ..
+    } = finished.map_err(|e| workspace_error(workspace, e))?;
     file.rewind().map_err(|e| workspace_error(scratch, e))?;
-    Ok((file, sink.written))
+    Ok((file, written))
 }
 
 fn remove_stale(path: &Path) -> Result<(), Error> {
@@ -101,69 +152,139 @@ fn remove_stale(path: &Path) -> Result<(), Error> {
     }
 }
 
-fn pack_into(workspace: &Path, sink: &mut Capped) -> io::Result<()> {
-    // The default level: about three times the time of the fastest, and a
-    // third smaller on source trees. An archive is made while its room is
-    // idle, and a smaller one comes back sooner when the room wakes.
-    let mut tar = Builder::new(GzEncoder::new(sink, Compression::default()));
-    let mut dirs = vec![PathBuf::new()];
-    while let Some(dir) = dirs.pop() {
-        let mut names = fs::read_dir(workspace.join(&dir))?
-            .map(|entry| entry.map(|e| e.file_name()))
-            .collect::<io::Result<Vec<_>>>()?;
-        names.sort();
-        for name in names {
-            let path = dir.join(name);
-            if append(&mut tar, workspace, &path)? {
-                dirs.push(path);
-            }
-        }
-    }
-    tar.into_inner()?.finish()?;
-    Ok(())
+/// Packing one workspace.
+struct Packer<'a> {
+    workspace: &'a Path,
+    /// The tar stream, capped at the restore bound, gzipped into the file,
+    /// capped at the archive's.
+    tar: Builder<Capped<GzEncoder<Capped<File>>>>,
+    bounds: Bounds,
+    entries: u64,
+    /// The longest path (relative to the workspace) a restore can create.
+    room: usize,
+    /// The symlinks found (path, target, header), added last: which to keep
+    /// is known only once all are found.
+    links: Vec<(PathBuf, PathBuf, Header)>,
 }
 
-/// Adds the entry at `path` (relative to `workspace`) if it is one a
-/// restore takes; returns whether it is a directory to descend into.
-fn append<W: Write>(tar: &mut Builder<W>, workspace: &Path, path: &Path) -> io::Result<bool> {
-    let full = workspace.join(path);
-    let meta = match fs::symlink_metadata(&full) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        meta => meta?,
-    };
-    let kind = meta.file_type();
-    if kind.is_dir() {
-        tar.append_data(&mut header(&meta), path, io::empty())?;
-        return Ok(true);
-    }
-    if kind.is_symlink() {
-        let target = fs::read_link(&full)?;
-        if resolve(workspace, path, &target).is_ok() {
-            tar.append_link(&mut header(&meta), path, target)?;
+impl Packer<'_> {
+    fn run(&mut self) -> Result<(), Error> {
+        let workspace = self.workspace;
+        let io = |e| workspace_error(workspace, e);
+        let mut dirs = vec![PathBuf::new()];
+        while let Some(dir) = dirs.pop() {
+            let mut names = fs::read_dir(self.workspace.join(&dir))
+                .and_then(|entries| {
+                    entries
+                        .map(|entry| entry.map(|e| e.file_name()))
+                        .collect::<io::Result<Vec<_>>>()
+                })
+                .map_err(io)?;
+            names.sort();
+            for name in names {
+                let path = dir.join(name);
+                if self.append(&path)? {
+                    dirs.push(path);
+                }
+            }
         }
-        return Ok(false);
+        self.append_links()?;
+        self.tar.finish().map_err(io)?;
+        self.tar.get_mut().inner.try_finish().map_err(io)
     }
-    if kind.is_file() {
-        // Neither a symlink nor a fifo that replaced the file since can be
-        // opened this way; what was opened is described by its own metadata.
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&full)
-        {
+
+    /// Adds the entry at `path` (relative to the workspace) if it is one a
+    /// restore takes, keeping a symlink for later; returns whether it is a
+    /// directory to descend into.
+    fn append(&mut self, path: &Path) -> Result<bool, Error> {
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.len() > self.room {
+            let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(100)]);
+            return Err(Error::Unrestorable(format!(
+                "{shown}...: the path is {} bytes long, and a restore here creates paths of at \
+                 most {} bytes",
+                bytes.len(),
+                self.room
+            )));
+        }
+        let full = self.workspace.join(path);
+        let io = |e| workspace_error(&full, e);
+        let meta = match fs::symlink_metadata(&full) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            file => file?,
+            meta => meta.map_err(io)?,
         };
-        let meta = file.metadata()?;
-        if meta.is_file() {
-            // Exactly the size in the header, should the file change: cut if
-            // it grew, padded with zeros if it shrank.
-            let size = meta.len();
-            let data = file.take(size).chain(io::repeat(0)).take(size);
-            tar.append_data(&mut header(&meta), path, data)?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            self.count()?;
+            let header = &mut header(&meta);
+            self.tar
+                .append_data(header, path, io::empty())
+                .map_err(io)?;
+            return Ok(true);
         }
+        if kind.is_symlink() {
+            let target = fs::read_link(&full).map_err(io)?;
+            self.links.push((path.to_path_buf(), target, header(&meta)));
+            return Ok(false);
+        }
+        if kind.is_file() {
+            // Neither a symlink nor a fifo that replaced the file since can be
+            // opened this way; what was opened is described by its own metadata.
+            let file = match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&full)
+            {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+                file => file.map_err(io)?,
+            };
+            let meta = file.metadata().map_err(io)?;
+            if meta.is_file() {
+                self.count()?;
+                // Exactly the size in the header, should the file change: cut if
+                // it grew, padded with zeros if it shrank.
+                let size = meta.len();
+                let data = file.take(size).chain(io::repeat(0)).take(size);
+                self.tar
+                    .append_data(&mut header(&meta), path, data)
+                    .map_err(io)?;
+            }
+        }
+        Ok(false)
     }
-    Ok(false)
+
+    /// Adds the symlinks that stay inside the workspace, judged in the tree
+    /// of all the symlinks found, as a restore judges them in the tree of
+    /// those kept. The two agree: a symlink through one left out would lead
+    /// out the same way, so none kept goes through one left out.
+    fn append_links(&mut self) -> Result<(), Error> {
+        let found = std::mem::take(&mut self.links);
+        let tree = Links::new(found.iter().map(|(p, t, _)| (p.as_path(), t.as_path())));
+        let kept: Vec<bool> = found
+            .iter()
+            .map(|(path, target, _)| tree.resolve(path, target).is_ok())
+            .collect();
+        for ((path, target, mut header), keep) in found.into_iter().zip(kept) {
+            if keep {
+                self.count()?;
+                self.tar
+                    .append_link(&mut header, &path, target)
+                    .map_err(|e| workspace_error(&self.workspace.join(&path), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts one more entry against the restore's bound.
+    fn count(&mut self) -> Result<(), Error> {
+        self.entries += 1;
+        if self.entries > self.bounds.entries {
+            return Err(Error::Unrestorable(
+                Over::Entries(self.bounds.entries).to_string(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn header(meta: &fs::Metadata) -> Header {
@@ -173,65 +294,98 @@ fn header(meta: &fs::Metadata) -> Header {
     header
 }
 
-/// The archive's file: counts what is written and fails once past `cap`.
-struct Capped {
-    file: File,
+/// A writer that counts what is written and fails once past `cap`.
+struct Capped<W> {
+    inner: W,
     written: u64,
     cap: u64,
 }
 
-impl Write for Capped {
+impl<W> Capped<W> {
+    fn new(inner: W, cap: u64) -> Self {
+        Capped {
+            inner,
+            written: 0,
+            cap,
+        }
+    }
+
+    fn over(&self) -> bool {
+        self.written > self.cap
+    }
+}
+
+impl<W: Write> Write for Capped<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.written += buf.len() as u64;
-        if self.written > self.cap {
-            return Err(io::Error::other("the archive outgrew its cap"));
+        if self.over() {
+            return Err(io::Error::other("past its cap"));
         }
-        self.file.write_all(buf)?;
+        self.inner.write_all(buf)?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        self.inner.flush()
     }
 }
 
 /// Unpacks the gzipped tar read from `body` into the new directory `dest`
-/// (see the module docs for what is refused), reading no more than `limit`
-/// unpacked bytes. On any failure `dest` is removed.
-pub fn unpack(body: impl Read, dest: &Path, limit: u64) -> Result<Restored, Error> {
+/// (see the module docs for what is refused) within `bounds`, until
+/// `abandon` says to stop. On any failure `dest` is removed.
+pub fn unpack(
+    body: impl Read,
+    dest: &Path,
+    bounds: Bounds,
+    abandon: &Abandon,
+) -> Result<Restored, Error> {
     // Left by a sandboxd that died while unpacking.
     remove_blocking(dest)?;
     fs::create_dir(dest).map_err(|e| workspace_error(dest, e))?;
-    let unpacked = unpack_into(body, dest, limit);
+    // Giving up explains any failure it caused (a body cut off, say).
+    let unpacked =
+        unpack_into(body, dest, bounds, abandon).map_err(|e| abandon.check().err().unwrap_or(e));
     if unpacked.is_err() {
         let _ = remove_blocking(dest);
     }
     unpacked
 }
 
-fn unpack_into(body: impl Read, dest: &Path, limit: u64) -> Result<Restored, Error> {
+fn unpack_into(
+    body: impl Read,
+    dest: &Path,
+    bounds: Bounds,
+    abandon: &Abandon,
+) -> Result<Restored, Error> {
     let mut archive = Archive::new(Counted {
         inner: GzDecoder::new(BufReader::new(body)),
-        left: limit,
+        left: bounds.bytes,
         over: false,
         broken: None,
     });
-    let extracted = extract(&mut archive, dest);
+    let mut unpacker = Unpacker {
+        dest,
+        abandon,
+        restored: Restored::default(),
+        made: HashSet::new(),
+        links: Vec::new(),
+        dirs: Vec::new(),
+        buf: vec![0; CHUNK],
+    };
+    let extracted = unpacker.extract(&mut archive, bounds.entries);
     let mut stream = archive.into_inner();
     // Reading on to the end of the gzip data checks its trailer, which
     // tells whether anything was corrupted or cut short.
-    let result = extracted.and_then(|restored| {
-        io::copy(&mut stream, &mut io::sink()).map_err(|e| refused(e.to_string()))?;
-        Ok(restored)
-    });
+    let result = extracted
+        .and_then(|()| io::copy(&mut stream, &mut io::sink()).map_err(|e| refused(e.to_string())));
     // What went wrong in the stream explains any other failure it caused.
     if stream.over {
-        return Err(Error::RestoreTooLarge { limit });
+        return Err(Error::RestoreTooLarge(Over::Bytes(bounds.bytes)));
     }
     if let Some(why) = stream.broken {
         return Err(refused(format!("the gzip stream is not valid: {why}")));
     }
-    let restored = result?;
+    result?;
     let rest = stream
         .inner
         .into_inner()
@@ -241,11 +395,16 @@ fn unpack_into(body: impl Read, dest: &Path, limit: u64) -> Result<Restored, Err
     if !rest {
         return Err(refused("data follows the end of the gzip stream".into()));
     }
-    Ok(restored)
+    unpacker.finish()?;
+    Ok(unpacker.restored)
 }
 
 fn refused(why: String) -> Error {
     Error::BadRequest(format!("archive refused: {why}"))
+}
+
+fn lossy(path: &Path) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(path.as_os_str().as_bytes())
 }
 
 /// The unpacked stream: counts it, fails past `left` bytes, and remembers
@@ -291,140 +450,223 @@ impl From<io::Error> for Fault {
     }
 }
 
-/// What is done once every entry is written.
-#[derive(Default)]
-struct Deferred {
-    /// Symlinks to check again, now that all the others exist.
+/// Unpacking one archive.
+struct Unpacker<'a> {
+    dest: &'a Path,
+    abandon: &'a Abandon,
+    restored: Restored,
+    /// Directories (relative to `dest`) known to be real ones: entries are
+    /// never replaced, so entries below them need no look-up.
+    made: HashSet<PathBuf>,
+    /// Symlinks (path, target) to judge once all the others exist.
     links: Vec<(PathBuf, PathBuf)>,
     /// Directories' modes and times, set last: writing inside a directory
     /// changes its time.
     dirs: Vec<(PathBuf, u32, u64)>,
+    /// For copying files' data.
+    buf: Vec<u8>,
 }
 
-fn extract<R: Read>(archive: &mut Archive<R>, dest: &Path) -> Result<Restored, Error> {
-    let not_tar = |e: io::Error| refused(format!("not a valid tar stream: {e}"));
-    let mut restored = Restored::default();
-    let mut deferred = Deferred::default();
-    for entry in archive.entries().map_err(not_tar)? {
-        let mut entry = entry.map_err(not_tar)?;
-        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let written = unpack_entry(&mut entry, dest, &mut restored, &mut deferred);
-        written.map_err(|fault| match fault {
-            Fault::Refused(why) => refused(format!("{name}: {why}")),
-            Fault::Io(e) if e.kind() == io::ErrorKind::InvalidFilename => {
-                refused(format!("{name}: {e}"))
+impl Unpacker<'_> {
+    fn extract<R: Read>(
+        &mut self,
+        archive: &mut Archive<R>,
+        max_entries: u64,
+    ) -> Result<(), Error> {
+        let not_tar = |e: io::Error| refused(format!("not a valid tar stream: {e}"));
+        let mut entries = 0u64;
+        for entry in archive.entries().map_err(not_tar)? {
+            self.abandon.check()?;
+            let mut entry = entry.map_err(not_tar)?;
+            entries += 1;
+            if entries > max_entries {
+                return Err(Error::RestoreTooLarge(Over::Entries(max_entries)));
             }
-            Fault::Io(e) => workspace_error(&dest.join(&name), e),
-        })?;
+            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            self.entry(&mut entry).map_err(|fault| match fault {
+                Fault::Refused(why) => refused(format!("{name}: {why}")),
+                Fault::Io(e) if e.kind() == io::ErrorKind::InvalidFilename => {
+                    refused(format!("{name}: {e}"))
+                }
+                Fault::Io(e) => workspace_error(&self.dest.join(&name), e),
+            })?;
+        }
+        Ok(())
     }
-    for (path, target) in &deferred.links {
-        resolve(dest, path, target).map_err(|why| {
-            refused(format!(
-                "{}: {why}",
-                String::from_utf8_lossy(path.as_os_str().as_bytes())
-            ))
-        })?;
-    }
-    for (path, mode, mtime) in &deferred.dirs {
-        fs::set_permissions(path, Permissions::from_mode(mode & 0o777 | 0o500))
-            .map_err(|e| workspace_error(path, e))?;
-        set_mtime(path, *mtime);
-    }
-    Ok(restored)
-}
 
-fn unpack_entry<R: Read>(
-    entry: &mut tar::Entry<'_, R>,
-    dest: &Path,
-    restored: &mut Restored,
-    deferred: &mut Deferred,
-) -> Result<(), Fault> {
-    let kind = entry.header().entry_type();
-    if kind == EntryType::XGlobalHeader {
-        // Metadata about the whole archive (`git archive` writes one).
-        return Ok(());
+    /// What is done once every entry is written: the symlinks judged in the
+    /// whole tree, the directories' modes and times set.
+    fn finish(&self) -> Result<(), Error> {
+        let tree = Links::new(self.links.iter().map(|(p, t)| (p.as_path(), t.as_path())));
+        for (path, target) in &self.links {
+            self.abandon.check()?;
+            tree.resolve(path, target)
+                .map_err(|why| refused(format!("{}: {why}", lossy(path))))?;
+        }
+        for (path, mode, mtime) in &self.dirs {
+            self.abandon.check()?;
+            fs::set_permissions(path, Permissions::from_mode(mode & 0o777 | 0o500))
+                .map_err(|e| workspace_error(path, e))?;
+            set_mtime(path, *mtime);
+        }
+        Ok(())
     }
-    let path = relative(&entry.path_bytes())?;
-    let full = dest.join(&path);
-    let header = entry.header();
-    let (mode, mtime) = header
-        .mode()
-        .and_then(|mode| Ok((mode, header.mtime()?)))
-        .map_err(|e| Fault::Refused(e.to_string()))?;
-    if path.as_os_str().is_empty() {
-        return match kind {
-            // The workspace itself, which is sandboxd's.
-            EntryType::Directory => Ok(()),
-            _ => Err(Fault::Refused(
-                "only a directory may name the workspace itself".into(),
-            )),
+
+    fn entry<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<(), Fault> {
+        let kind = entry.header().entry_type();
+        if kind == EntryType::XGlobalHeader {
+            // Metadata about the whole archive (`git archive` writes one).
+            return Ok(());
+        }
+        let path = relative(&entry.path_bytes())?;
+        let full = self.dest.join(&path);
+        let header = entry.header();
+        let (mode, mtime) = header
+            .mode()
+            .and_then(|mode| Ok((mode, header.mtime()?)))
+            .map_err(|e| Fault::Refused(e.to_string()))?;
+        if path.as_os_str().is_empty() {
+            return match kind {
+                // The workspace itself, which is sandboxd's.
+                EntryType::Directory => Ok(()),
+                _ => Err(Fault::Refused(
+                    "only a directory may name the workspace itself".into(),
+                )),
+            };
+        }
+        let refuse = |why: &str| Err(Fault::Refused(why.into()));
+        match kind {
+            EntryType::Directory => {
+                self.make_parents(&path)?;
+                if !self.made.contains(&path) {
+                    if make_dir(&full)?.is_some() {
+                        return refuse("listed twice");
+                    }
+                    self.made.insert(path);
+                }
+                self.dirs.push((full, mode, mtime));
+            }
+            EntryType::Regular => {
+                self.make_parents(&path)?;
+                let mut file = match OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&full)
+                {
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return refuse("listed twice")
+                    }
+                    file => file?,
+                };
+                let size = self.copy(entry, &mut file)?;
+                if size != entry.size() {
+                    return refuse("the archive ends inside this file");
+                }
+                self.restored.bytes += size;
+                file.set_permissions(Permissions::from_mode(mode & 0o777 | 0o400))?;
+                // Best effort, as for every time.
+                let time = file_time(mtime);
+                let _ = filetime::set_file_handle_times(&file, Some(time), Some(time));
+                self.restored.files += 1;
+            }
+            EntryType::Symlink => {
+                let target = match entry.link_name_bytes() {
+                    Some(target) if !target.is_empty() => PathBuf::from(OsStr::from_bytes(&target)),
+                    _ => return refuse("a symlink without a target"),
+                };
+                match links::resolve(links::on_disk(self.dest), &path, &target) {
+                    Err(out) if !out.provisional => return refuse(out.why),
+                    _ => {}
+                }
+                self.make_parents(&path)?;
+                match std::os::unix::fs::symlink(&target, &full) {
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        return refuse("listed twice")
+                    }
+                    linked => linked?,
+                }
+                set_mtime(&full, mtime);
+                self.links.push((path, target));
+            }
+            EntryType::Link => return refuse("hard links are not accepted"),
+            EntryType::Char | EntryType::Block => return refuse("device files are not accepted"),
+            EntryType::Fifo => return refuse("fifos are not accepted"),
+            other => {
+                return Err(Fault::Refused(format!(
+                    "entry type {:?} is not accepted, only files, directories and symlinks",
+                    char::from(other.as_byte())
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies a file's data in chunks of [`CHUNK`], stopping if the restore
+    /// is given up; returns its length.
+    fn copy(&mut self, from: &mut impl Read, to: &mut File) -> io::Result<u64> {
+        let mut copied = 0;
+        loop {
+            let mut filled = 0;
+            while filled < self.buf.len() {
+                match from.read(&mut self.buf[filled..]) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if filled == 0 {
+                return Ok(copied);
+            }
+            if self.abandon.check().is_err() {
+                return Err(io::Error::other("the restore was given up"));
+            }
+            to.write_all(&self.buf[..filled])?;
+            copied += filled as u64;
+        }
+    }
+
+    /// Makes sure every directory above `path` exists as a real directory,
+    /// creating missing ones, so nothing is written through a symlink.
+    fn make_parents(&mut self, path: &Path) -> Result<(), Fault> {
+        let Some(parent) = path.parent() else {
+            return Ok(());
         };
+        if parent.as_os_str().is_empty() || self.made.contains(parent) {
+            return Ok(());
+        }
+        let mut at = PathBuf::new();
+        for name in parent {
+            at.push(name);
+            if self.made.contains(&at) {
+                continue;
+            }
+            if let Some(kind) = make_dir(&self.dest.join(&at))? {
+                let what = if kind.is_symlink() {
+                    "a symlink"
+                } else {
+                    "not a directory"
+                };
+                return Err(Fault::Refused(format!("{} is {what}", at.display())));
+            }
+            self.made.insert(at.clone());
+        }
+        Ok(())
     }
-    let refuse = |why: &str| Err(Fault::Refused(why.into()));
-    match kind {
-        EntryType::Directory => {
-            make_parents(dest, &path)?;
-            match fs::symlink_metadata(&full) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => return refuse("listed twice"),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(&full)?,
-                Err(e) => return Err(e.into()),
-            }
-            deferred.dirs.push((full, mode, mtime));
+}
+
+/// Creates the directory `full` unless one is there (never following a
+/// symlink); returns what is there instead, if anything.
+fn make_dir(full: &Path) -> io::Result<Option<fs::FileType>> {
+    match fs::create_dir(full) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let kind = fs::symlink_metadata(full)?.file_type();
+            Ok((!kind.is_dir()).then_some(kind))
         }
-        EntryType::Regular => {
-            make_parents(dest, &path)?;
-            let file = match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&full)
-            {
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return refuse("listed twice")
-                }
-                file => file?,
-            };
-            let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
-            let size = io::copy(entry, &mut out)?;
-            if size != entry.size() {
-                return refuse("the archive ends inside this file");
-            }
-            restored.bytes += size;
-            let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
-            file.set_permissions(Permissions::from_mode(mode & 0o777 | 0o400))?;
-            drop(file);
-            set_mtime(&full, mtime);
-            restored.files += 1;
-        }
-        EntryType::Symlink => {
-            let target = match entry.link_name_bytes() {
-                Some(target) if !target.is_empty() => PathBuf::from(OsStr::from_bytes(&target)),
-                _ => return refuse("a symlink without a target"),
-            };
-            resolve(dest, &path, &target).map_err(|why| Fault::Refused(why.into()))?;
-            make_parents(dest, &path)?;
-            match std::os::unix::fs::symlink(&target, &full) {
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return refuse("listed twice")
-                }
-                linked => linked?,
-            }
-            set_mtime(&full, mtime);
-            deferred.links.push((path, target));
-        }
-        EntryType::Link => return refuse("hard links are not accepted"),
-        EntryType::Char | EntryType::Block => return refuse("device files are not accepted"),
-        EntryType::Fifo => return refuse("fifos are not accepted"),
-        other => {
-            return Err(Fault::Refused(format!(
-                "entry type {:?} is not accepted, only files, directories and symlinks",
-                char::from(other.as_byte())
-            )))
-        }
+        made => made.map(|()| None),
     }
-    Ok(())
 }
 
 /// An entry's path as plain names relative to the workspace; empty for the
@@ -444,136 +686,20 @@ fn relative(raw: &[u8]) -> Result<PathBuf, Fault> {
     Ok(path)
 }
 
-/// Makes sure every directory above `path` exists in `dest` as a real
-/// directory, creating missing ones, so nothing is written through a
-/// symlink.
-fn make_parents(dest: &Path, path: &Path) -> Result<(), Fault> {
-    let mut at = PathBuf::new();
-    for name in path.parent().into_iter().flat_map(Path::iter) {
-        at.push(name);
-        let full = dest.join(&at);
-        match fs::symlink_metadata(&full) {
-            Ok(meta) if meta.is_dir() => {}
-            Ok(meta) => {
-                let what = if meta.is_symlink() {
-                    "a symlink"
-                } else {
-                    "not a directory"
-                };
-                return Err(Fault::Refused(format!("{} is {what}", at.display())));
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(&full)?,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-/// Follows `target`, as the kernel would for a symlink at `link` (relative
-/// to `root`), through the tree under `root` as it stands; fails if that
-/// leaves `root`. Missing names are taken as they are, since only what
-/// exists can redirect the path.
-pub fn resolve(root: &Path, link: &Path, target: &Path) -> Result<(), &'static str> {
-    let mut at = link.parent().unwrap_or(Path::new("")).to_path_buf();
-    let mut todo: VecDeque<OsString> = steps(target).collect();
-    let mut hops = 0;
-    while let Some(step) = todo.pop_front() {
-        match step.as_bytes() {
-            b"/" => return Err("the symlink's target is absolute"),
-            b"." => {}
-            b".." => {
-                if !at.pop() {
-                    return Err("the symlink leads out of the workspace");
-                }
-            }
-            _ => {
-                at.push(&step);
-                if let Ok(next) = fs::read_link(root.join(&at)) {
-                    hops += 1;
-                    if hops > MAX_LINK_HOPS {
-                        return Err("the symlink goes through too many symlinks");
-                    }
-                    at.pop();
-                    for step in steps(&next).rev() {
-                        todo.push_front(step);
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A path's components as names, `/` for the root (never a name).
-fn steps(path: &Path) -> impl DoubleEndedIterator<Item = OsString> + '_ {
-    path.components().map(|c| c.as_os_str().to_owned())
+fn file_time(mtime: u64) -> FileTime {
+    FileTime::from_unix_time(i64::try_from(mtime).unwrap_or(i64::MAX), 0)
 }
 
 /// Best effort: a time the file system cannot store is no reason to refuse
 /// an archive.
 fn set_mtime(path: &Path, mtime: u64) {
-    let time = FileTime::from_unix_time(i64::try_from(mtime).unwrap_or(i64::MAX), 0);
+    let time = file_time(mtime);
     let _ = filetime::set_symlink_file_times(path, time, time);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::symlink;
-
-    fn resolved(root: &Path, link: &str, target: &str) -> Result<(), &'static str> {
-        resolve(root, Path::new(link), Path::new(target))
-    }
-
-    #[test]
-    fn symlinks_resolve_inside_or_are_refused() {
-        let root = tempfile::tempdir().expect("tempdir");
-        let root = root.path();
-        fs::create_dir_all(root.join("d/e")).unwrap();
-        for (link, target) in [
-            ("l", "d"),
-            ("d/l", ".."),
-            ("d/e/l", "../../d/./e"),
-            ("l", "missing/x"),
-            ("l", "missing/.."),
-            ("d/l", "e/../../d"),
-        ] {
-            assert_eq!(resolved(root, link, target), Ok(()), "{link} -> {target}");
-        }
-        for (link, target) in [
-            ("l", "/etc"),
-            ("l", ".."),
-            ("d/l", "../.."),
-            ("l", "d/../.."),
-            ("l", "missing/../.."),
-        ] {
-            assert!(resolved(root, link, target).is_err(), "{link} -> {target}");
-        }
-    }
-
-    #[test]
-    fn symlinks_are_followed_through_other_symlinks() {
-        let root = tempfile::tempdir().expect("tempdir");
-        let root = root.path();
-        fs::create_dir_all(root.join("d")).unwrap();
-        // d/up -> .. is inside; d/up/.. through it is not.
-        symlink("..", root.join("d/up")).unwrap();
-        assert_eq!(resolved(root, "d/up", ".."), Ok(()));
-        assert!(resolved(root, "l", "d/up/..").is_err());
-        assert_eq!(
-            resolved(root, "l", "d/up/up/x"),
-            Ok(()),
-            "root/up is missing"
-        );
-        assert!(resolved(root, "l", "d/up/d/up/..").is_err());
-        symlink("/etc", root.join("abs")).unwrap();
-        assert!(resolved(root, "l", "abs/passwd").is_err());
-        symlink("loop", root.join("loop")).unwrap();
-        assert_eq!(
-            resolved(root, "l", "loop"),
-            Err("the symlink goes through too many symlinks")
-        );
-    }
 
     #[test]
     fn entry_paths_must_be_plain_and_relative() {

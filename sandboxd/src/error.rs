@@ -22,8 +22,18 @@ pub enum Error {
     NoWorkspace(String),
     #[error("the workspace's archive would be larger than {cap} bytes")]
     ArchiveTooLarge { cap: u64 },
-    #[error("archive refused: it unpacks to more than {limit} bytes (--max-restore-bytes)")]
-    RestoreTooLarge { limit: u64 },
+    #[error("archive refused: {0}")]
+    RestoreTooLarge(Over),
+    /// Packing found what no restore would take; the workspace stays.
+    #[error("workspace cannot be restored: {0}")]
+    Unrestorable(String),
+    #[error("the restore did not finish within {ms} ms")]
+    RestoreTimedOut { ms: u64 },
+    /// Never answered: there is no one left to answer.
+    #[error("the client went away before the restore finished")]
+    ClientGone,
+    #[error("sandbox {0} is already being restored")]
+    RestoreRunning(String),
     #[error("sandbox {0} was destroyed before the command started")]
     DestroyedBeforeStart(String),
     #[error("workspace {}: {source}", path.display())]
@@ -39,6 +49,15 @@ pub enum Error {
     Internal(String),
 }
 
+/// A bound of what a restore unpacks, which packing applies too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Over {
+    #[error("it unpacks to more than {0} bytes (--max-restore-bytes)")]
+    Bytes(u64),
+    #[error("it has more than {0} entries (--max-restore-entries)")]
+    Entries(u64),
+}
+
 impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
@@ -47,8 +66,11 @@ impl Error {
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::BodyTooLarge { .. }
             | Error::ArchiveTooLarge { .. }
-            | Error::RestoreTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Error::DestroyedBeforeStart(_) => StatusCode::CONFLICT,
+            | Error::RestoreTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Unrestorable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::RestoreTimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Error::ClientGone => StatusCode::BAD_REQUEST,
+            Error::DestroyedBeforeStart(_) | Error::RestoreRunning(_) => StatusCode::CONFLICT,
             Error::TooManyShells { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Error::Workspace { .. } | Error::Spawn(_) | Error::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR

@@ -1,14 +1,25 @@
 //! HTTP routes and the JSON wire types the worker's Durable Object speaks.
 //!
 //! ```text
-//! GET    /health                                 200 "ok"
-//! POST   /v1/sandboxes/{name}/exec               {"cmd", "timeoutMs"?} -> ExecResult
-//! POST   /v1/sandboxes/{name}/exec/stream        the same request -> NDJSON events
-//! DELETE /v1/sandboxes/{name}                    {"destroyed": true}
-//! GET    /v1/sandboxes/{name}/archive?maxBytes=N the workspace as a gzipped tar
-//! PUT    /v1/sandboxes/{name}/archive            gzipped tar -> {"restored", "files", "bytes"}
+//! GET    /health                                   200 "ok"
+//! POST   /v1/sandboxes/{name}/exec                 {"cmd", "timeoutMs"?} -> ExecResult
+//! POST   /v1/sandboxes/{name}/exec/stream          the same request -> NDJSON events
+//! DELETE /v1/sandboxes/{name}                      {"destroyed": true}
+//! GET    /v1/sandboxes/{name}/archive?maxBytes=N   the workspace as a gzipped tar
+//! PUT    /v1/sandboxes/{name}/archive?timeoutMs=N  gzipped tar -> {"restored", "files", "bytes"}
 //! ```
 //! Every error is `{"error": "..."}` with the status from [`Error::status`].
+//! Both query parameters are optional positive integers.
+//!
+//! `GET …/archive` answers 413 when the archive would be larger than
+//! `maxBytes` or `--max-archive-bytes`, and 422 (`workspace cannot be
+//! restored: …`) when a restore would refuse it (more unpacked bytes or
+//! entries than the restore bounds, a path too long): nothing is sent then.
+//! `PUT …/archive` answers 400 for an archive refused, 413 past a bound,
+//! 409 while another restore of the sandbox runs, and 504 (`the restore did
+//! not finish within N ms`) once `timeoutMs` has passed since the request
+//! came; a restore whose client goes away is given up too, and neither
+//! changes the workspace.
 //!
 //! A streamed command's body is one JSON object per line: `start`
 //! (`command`, `timestamp`), `output` (`stream`, `data`) as output comes,
@@ -41,6 +52,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
+use crate::abandon::{self, Abandon};
 use crate::error::Error;
 use crate::sandboxes::Sandboxes;
 use crate::session::Outcome;
@@ -62,7 +74,6 @@ pub struct App {
     pub default_timeout_ms: u64,
     pub max_timeout_ms: u64,
     pub max_archive_bytes: u64,
-    pub max_restore_bytes: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -90,11 +101,11 @@ impl ExecResult {
     fn new(outcome: Outcome, command: String) -> Self {
         ExecResult {
             success: outcome.exit_code == 0 && !outcome.timed_out,
+            duration: outcome.duration_ms(),
             stdout: outcome.stdout,
             stderr: outcome.stderr,
             exit_code: outcome.exit_code,
             command,
-            duration: u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
             timestamp: iso8601_millis(outcome.started),
             truncated: outcome.truncated,
             timed_out: outcome.timed_out,
@@ -357,7 +368,7 @@ async fn get_archive(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
-    let cap = match max_bytes(req.uri().query())? {
+    let cap = match positive_param(req.uri().query(), "maxBytes")? {
         Some(asked) => asked.min(app.max_archive_bytes),
         None => app.max_archive_bytes,
     };
@@ -374,15 +385,32 @@ async fn put_archive(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
+    let timeout_ms = positive_param(req.uri().query(), "timeoutMs")?;
     let limit = app.max_archive_bytes;
     if declared_length(&req).is_some_and(|len| len > limit) {
         return Err(Error::BodyTooLarge { limit });
     }
+    let abandon = Abandon::new();
+    // Dropped with this handler, which is what a client going away does.
+    let _gone = abandon::OnDrop(Arc::clone(&abandon));
+    let deadline = async {
+        match timeout_ms {
+            Some(ms) => abandon.after(ms).await,
+            None => std::future::pending().await,
+        }
+    };
     let (chunks, body) = BodyReader::new();
-    let (received, restored) = tokio::join!(
-        forward(req.into_body(), chunks, limit),
-        app.sandboxes.restore(name, body, app.max_restore_bytes),
-    );
+    let restore = async {
+        tokio::join!(
+            forward(req.into_body(), chunks, limit, &abandon),
+            app.sandboxes.restore(name, body, Arc::clone(&abandon)),
+        )
+    };
+    // The deadline never ends the restore itself, only tells it to stop.
+    let (received, restored) = tokio::select! {
+        done = restore => done,
+        never = deadline => match never {},
+    };
     // A body cut off or broken off fails the restore too; say why.
     received?;
     let restored = restored?;
@@ -454,30 +482,31 @@ fn parse_exec(body: &[u8]) -> Result<ExecRequest, Error> {
     Ok(request)
 }
 
-/// `maxBytes`, the only query parameter an archive takes.
-fn max_bytes(query: Option<&str>) -> Result<Option<u64>, Error> {
-    let mut max = None;
+/// The query parameter `name`, the only one the route takes, if given: a
+/// positive integer.
+fn positive_param(query: Option<&str>, name: &str) -> Result<Option<u64>, Error> {
+    let mut value = None;
     for pair in query
         .unwrap_or_default()
         .split('&')
         .filter(|p| !p.is_empty())
     {
-        let value = match pair.split_once('=') {
-            Some(("maxBytes", value)) => value,
+        let given = match pair.split_once('=') {
+            Some((key, given)) if key == name => given,
             _ => {
                 return Err(Error::BadRequest(format!(
-                    "unknown query parameter {pair:?}; only maxBytes is accepted"
+                    "unknown query parameter {pair:?}; only {name} is accepted"
                 )))
             }
         };
-        let bytes = value
+        let number = given
             .parse()
             .ok()
             .filter(|n: &u64| *n > 0)
-            .ok_or_else(|| Error::BadRequest("maxBytes must be a positive integer".into()))?;
-        max = Some(bytes);
+            .ok_or_else(|| Error::BadRequest(format!("{name} must be a positive integer")))?;
+        value = Some(number);
     }
-    Ok(max)
+    Ok(value)
 }
 
 /// A body streamed from `file`. A read error ends it short of its
@@ -502,15 +531,22 @@ fn send_file(file: std::fs::File) -> Body {
 
 /// Passes the request body on to a [`BodyReader`] as it arrives, counting
 /// it: past `limit` bytes it stops reading and fails both sides. Once the
-/// reader has given up, the rest is still read (up to `limit`), so that the
-/// client, still sending, gets the answer.
+/// reader has refused the archive, the rest is still read (up to `limit`),
+/// so that the client, still sending, gets the answer; once the restore is
+/// given up, reading stops and the reader sees the body end.
 async fn forward(
     mut body: Incoming,
     chunks: mpsc::Sender<io::Result<Bytes>>,
     limit: u64,
+    abandon: &Abandon,
 ) -> Result<(), Error> {
     let mut received = 0u64;
-    while let Some(frame) = body.frame().await {
+    loop {
+        let frame = tokio::select! {
+            frame = body.frame() => frame,
+            _ = abandon.given_up() => return Ok(()),
+        };
+        let Some(frame) = frame else { break };
         let data = match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => data,
@@ -609,20 +645,32 @@ mod tests {
     }
 
     #[test]
-    fn parses_max_bytes() {
-        assert_eq!(max_bytes(None).ok(), Some(None));
-        assert_eq!(max_bytes(Some("")).ok(), Some(None));
-        assert_eq!(max_bytes(Some("maxBytes=10")).ok(), Some(Some(10)));
-        for bad in [
-            "maxBytes=0",
-            "maxBytes=-1",
-            "maxBytes=x",
-            "maxBytes",
-            "max=1",
+    fn parses_query_parameters() {
+        assert_eq!(positive_param(None, "maxBytes").ok(), Some(None));
+        assert_eq!(positive_param(Some(""), "maxBytes").ok(), Some(None));
+        assert_eq!(
+            positive_param(Some("maxBytes=10"), "maxBytes").ok(),
+            Some(Some(10))
+        );
+        assert_eq!(
+            positive_param(Some("timeoutMs=2500"), "timeoutMs").ok(),
+            Some(Some(2500))
+        );
+        for (bad, name) in [
+            ("maxBytes=0", "maxBytes"),
+            ("maxBytes=-1", "maxBytes"),
+            ("maxBytes=x", "maxBytes"),
+            ("maxBytes", "maxBytes"),
+            ("max=1", "maxBytes"),
+            ("timeoutMs=0", "timeoutMs"),
+            ("timeoutMs=1.5", "timeoutMs"),
+            // Each route takes its own parameter only.
+            ("timeoutMs=10", "maxBytes"),
+            ("maxBytes=10", "timeoutMs"),
         ] {
             assert!(
-                matches!(max_bytes(Some(bad)), Err(Error::BadRequest(_))),
-                "{bad}"
+                matches!(positive_param(Some(bad), name), Err(Error::BadRequest(_))),
+                "{bad} for {name}"
             );
         }
     }

@@ -5,10 +5,13 @@
 //! This file holds startup and shutdown; see `http` for the protocol and
 //! `session` for how the shell is driven.
 
+mod abandon;
 mod archive;
 mod config;
 mod error;
 mod http;
+mod links;
+mod log;
 mod output;
 mod procs;
 mod rlimits;
@@ -26,6 +29,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::archive::Bounds;
 use crate::config::Config;
 use crate::http::App;
 use crate::sandboxes::{Sandboxes, Settings};
@@ -83,13 +87,16 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         limits: config.limits,
         max_shells: config.max_sessions,
         idle_shell: config.idle_shell,
+        restore: Bounds {
+            bytes: config.max_restore_bytes,
+            entries: config.max_restore_entries,
+        },
     });
     let app = Arc::new(App {
         sandboxes: Arc::clone(&sandboxes),
         default_timeout_ms: config.default_timeout_ms,
         max_timeout_ms: config.max_timeout_ms,
         max_archive_bytes: config.max_archive_bytes,
-        max_restore_bytes: config.max_restore_bytes,
     });
     eprintln!("sandboxd listening on {local}");
 

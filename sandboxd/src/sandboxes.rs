@@ -11,7 +11,10 @@
 //! [`Error::DestroyedBeforeStart`], and leaves commands arriving after it to
 //! start on a fresh workspace. A restore ends the sandbox's shell only once
 //! the archive was accepted, and the next command's stderr says so, as
-//! after an idle shell.
+//! after an idle shell. One restore per sandbox runs (or waits) at a time:
+//! another is refused with [`Error::RestoreRunning`]. A restore given up
+//! (see `abandon`) while waiting for its turn or unpacking stops there and
+//! changes nothing.
 //!
 //! Shells cost memory and processes, so at most `max_shells` sandboxes hold
 //! one. A sandbox takes its place with its first shell and keeps it when
@@ -25,14 +28,17 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::future::Future;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
-use crate::archive::{self, Restored};
+use crate::abandon::Abandon;
+use crate::archive::{self, Bounds, Restored};
 use crate::error::Error;
+use crate::log::{self, CommandLog};
 use crate::rlimits::Limits;
 use crate::session::{End, Outcome, Session};
 use crate::watch::Watch;
@@ -53,6 +59,8 @@ pub struct Settings {
     pub max_shells: usize,
     /// How long a shell may go without a command; `None` for ever.
     pub idle_shell: Option<Duration>,
+    /// What a restore unpacks at most, and so what an archive may hold.
+    pub restore: Bounds,
 }
 
 pub struct Sandboxes {
@@ -67,6 +75,24 @@ struct Sandbox {
     shell: tokio::sync::Mutex<Shell>,
     /// Bumped by every destroy; a running command watching it is ended.
     generation: watch::Sender<u64>,
+    /// Whether a restore is running or waiting for its turn.
+    restoring: AtomicBool,
+}
+
+/// A sandbox's one restore; ends it when dropped.
+struct Restoring(Arc<Sandbox>);
+
+impl Restoring {
+    fn begin(sandbox: Arc<Sandbox>) -> Option<Self> {
+        let busy = sandbox.restoring.swap(true, Ordering::AcqRel);
+        (!busy).then_some(Restoring(sandbox))
+    }
+}
+
+impl Drop for Restoring {
+    fn drop(&mut self) {
+        self.0.restoring.store(false, Ordering::Release);
+    }
 }
 
 struct Shell {
@@ -129,7 +155,8 @@ impl Sandboxes {
     }
 
     /// The gzipped tar of the sandbox's workspace, in an unlinked file, and
-    /// its size; [`Error::ArchiveTooLarge`] past `cap` bytes.
+    /// its size; [`Error::ArchiveTooLarge`] past `cap` bytes,
+    /// [`Error::Unrestorable`] if a restore would refuse it.
     pub async fn archive(self: &Arc<Self>, name: &str, cap: u64) -> Result<(File, u64), Error> {
         validate_name(name)?;
         let (this, name) = (Arc::clone(self), name.to_string());
@@ -137,17 +164,23 @@ impl Sandboxes {
     }
 
     /// Replaces the sandbox's workspace with the gzipped tar read from
-    /// `body`, unpacking at most `limit` bytes, and ends its shell; a
-    /// refused archive changes nothing.
+    /// `body` and ends its shell; a refused archive, or a restore given up
+    /// through `abandon`, changes nothing.
     pub async fn restore(
         self: &Arc<Self>,
         name: &str,
         body: impl Read + Send + 'static,
-        limit: u64,
+        abandon: Arc<Abandon>,
     ) -> Result<Restored, Error> {
         validate_name(name)?;
+        let restoring = Restoring::begin(self.entry(name))
+            .ok_or_else(|| Error::RestoreRunning(name.to_string()))?;
         let (this, name) = (Arc::clone(self), name.to_string());
-        detached(async move { this.restore_in_order(&name, body, limit).await }).await
+        detached(async move {
+            this.restore_in_order(&name, restoring, body, &abandon)
+                .await
+        })
+        .await
     }
 
     /// Ends every command and shell (workspaces stay).
@@ -211,13 +244,7 @@ impl Sandboxes {
             shell.session = Some(session);
         }
         shell.idle_since = Instant::now();
-        eprintln!(
-            "sandbox={name} exit={} duration_ms={} timed_out={} truncated={}",
-            outcome.exit_code,
-            outcome.duration.as_millis(),
-            outcome.timed_out,
-            outcome.truncated
-        );
+        log::emit(&CommandLog::new(name, &outcome));
         Ok(outcome)
     }
 
@@ -236,11 +263,13 @@ impl Sandboxes {
         let shell = sandbox.shell.lock().await;
         let path = self.workspace(name);
         let missing = Error::NoWorkspace(name.to_string());
+        let bounds = self.settings.restore;
         let packed = workspace::blocking(move || {
             if !std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
                 return Err(missing);
             }
-            archive::pack(&path, &workspace::scratch(&path, "archive"), cap)
+            let scratch = workspace::scratch(&path, "archive");
+            archive::pack(&path, &scratch, cap, &staging(&path), bounds)
         })
         .await;
         self.forget_if_unused(name, &sandbox, &shell);
@@ -250,19 +279,34 @@ impl Sandboxes {
     async fn restore_in_order(
         &self,
         name: &str,
+        restoring: Restoring,
         body: impl Read + Send + 'static,
-        limit: u64,
+        abandon: &Arc<Abandon>,
     ) -> Result<Restored, Error> {
-        let sandbox = self.entry(name);
-        let mut shell = sandbox.shell.lock().await;
-        let path = self.workspace(name);
-        let staged = workspace::scratch(&path, "restore");
-        let unpacked = {
-            let staged = staged.clone();
-            workspace::blocking(move || archive::unpack(body, &staged, limit)).await
+        let sandbox = &restoring.0;
+        let mut shell = tokio::select! {
+            shell = sandbox.shell.lock() => shell,
+            why = abandon.given_up() => {
+                if let Ok(shell) = sandbox.shell.try_lock() {
+                    self.forget_if_unused(name, sandbox, &shell);
+                }
+                return Err(why);
+            }
         };
-        let restored = match unpacked {
-            Ok(restored) => {
+        let path = self.workspace(name);
+        let staged = staging(&path);
+        let unpacked = {
+            let (staged, abandon) = (staged.clone(), Arc::clone(abandon));
+            let bounds = self.settings.restore;
+            workspace::blocking(move || archive::unpack(body, &staged, bounds, &abandon)).await
+        };
+        let restored = match unpacked.map(|restored| (restored, abandon.check())) {
+            // The last moment to give up: past it the workspace is replaced.
+            Ok((_, Err(why))) => {
+                let _ = workspace::remove(staged).await;
+                Err(why)
+            }
+            Ok((restored, Ok(()))) => {
                 // Dropping a session kills it.
                 if shell.session.take().is_some() {
                     shell.ended = Some(End::Restored);
@@ -271,9 +315,9 @@ impl Sandboxes {
                     .await
                     .map(|()| restored)
             }
-            failed => failed,
+            Err(e) => Err(e),
         };
-        self.forget_if_unused(name, &sandbox, &shell);
+        self.forget_if_unused(name, sandbox, &shell);
         restored
     }
 
@@ -314,6 +358,7 @@ impl Sandboxes {
             Arc::new(Sandbox {
                 shell: tokio::sync::Mutex::new(Shell::new()),
                 generation: watch::Sender::new(0),
+                restoring: AtomicBool::new(false),
             })
         });
         Arc::clone(sandbox)
@@ -328,6 +373,11 @@ impl Sandboxes {
     fn workspace(&self, name: &str) -> PathBuf {
         self.settings.root.join(name)
     }
+}
+
+/// Where a restore into the workspace `path` unpacks.
+fn staging(path: &Path) -> PathBuf {
+    workspace::scratch(path, "restore")
 }
 
 /// Runs `task` in a task of its own, to its end even if the caller is

@@ -181,6 +181,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// How long the command ran, in whole milliseconds.
+    pub fn duration_ms(&self) -> u64 {
+        u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Appends one line of sandboxd's own to stderr. Added after capping,
     /// so it is never cut off.
     pub fn note(&mut self, line: &str) {

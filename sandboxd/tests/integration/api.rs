@@ -322,25 +322,70 @@ fn a_client_hanging_up_does_not_disturb_the_session() {
     assert_eq!(r.stdout, "done\nnext\n");
 }
 
+/// The JSON log lines of the commands of `sandbox`.
+fn command_lines(logs: &[String], sandbox: &str) -> Vec<Value> {
+    logs.iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["event"] == "command" && line["sandbox"] == sandbox)
+        .collect()
+}
+
 #[test]
-fn log_lines_show_the_status_but_never_the_output_or_command() {
+fn one_json_log_line_per_command_without_its_text_or_output() {
     let server = Server::start();
-    server.exec("logged", "echo topsecret-output; exit 3");
-    server.exec_timeout("logged", "sleep 5 # topsecret-command", 100);
-    let logs = server.logs_when(|logs| {
-        logs.iter()
-            .filter(|l| l.starts_with("sandbox=logged "))
-            .count()
-            >= 2
-    });
+    let failed = server.exec("logged", "echo topsecret-output; exit 3");
+    let late = server.exec_timeout("logged", "sleep 5 # topsecret-command", 100);
+    let logs = server.logs_when(|logs| command_lines(logs, "logged").len() >= 2);
     assert!(logs.iter().all(|l| !l.contains("topsecret")), "{logs:?}");
-    let lines: Vec<&String> = logs
-        .iter()
-        .filter(|l| l.starts_with("sandbox=logged "))
-        .collect();
+    let lines = command_lines(&logs, "logged");
     assert_eq!(lines.len(), 2, "{logs:?}");
-    assert!(lines[0].contains(" exit=3 ") && lines[0].ends_with("timed_out=false truncated=false"));
-    assert!(lines[1].contains(" exit=124 ") && lines[1].contains("timed_out=true"));
+    for (line, exec) in lines.iter().zip([&failed, &late]) {
+        let keys: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "durationMs",
+                "event",
+                "exitCode",
+                "sandbox",
+                "stderrBytes",
+                "stdoutBytes",
+                "timedOut",
+                "truncated"
+            ],
+            "{line}"
+        );
+        assert_eq!(line["exitCode"], exec.exit_code, "{line}");
+        assert_eq!(line["timedOut"], exec.timed_out, "{line}");
+        assert_eq!(line["truncated"], exec.truncated, "{line}");
+        assert_eq!(line["stdoutBytes"], exec.stdout.len(), "{line}");
+        assert_eq!(line["stderrBytes"], exec.stderr.len(), "{line}");
+        assert_eq!(line["durationMs"], exec.duration, "{line}");
+    }
+    assert_eq!(
+        (lines[0]["exitCode"].as_i64(), lines[1]["exitCode"].as_i64()),
+        (Some(3), Some(124))
+    );
+    assert_eq!(lines[0]["stdoutBytes"], "topsecret-output\n".len());
+    assert_eq!(lines[1]["timedOut"], true);
+    // A streamed command is logged the same way.
+    let (status, _) = server.raw(
+        "POST",
+        "/v1/sandboxes/streamed/exec/stream",
+        br#"{"cmd":"echo hi"}"#,
+    );
+    assert_eq!(status, 200);
+    let logs = server.logs_when(|logs| command_lines(logs, "streamed").len() == 1);
+    let line = &command_lines(&logs, "streamed")[0];
+    assert_eq!(
+        (line["exitCode"].as_i64(), line["stdoutBytes"].as_u64()),
+        (Some(0), Some(3))
+    );
 }
 
 #[test]

@@ -23,12 +23,12 @@ const FRESH_NOTE: &str = "sandboxd: the shell ended (its workspace was restored 
      archive); this command ran in a fresh shell in the same workspace (files kept; working \
      directory, variables and background jobs reset)\n";
 
-fn archive_path(name: &str) -> String {
+pub fn archive_path(name: &str) -> String {
     format!("/v1/sandboxes/{name}/archive")
 }
 
 /// GETs the archive; returns status, head and body.
-fn get(server: &Server, name: &str, query: &str) -> (u16, String, Vec<u8>) {
+pub fn get(server: &Server, name: &str, query: &str) -> (u16, String, Vec<u8>) {
     let request = format!(
         "GET {}{query} HTTP/1.1\r\nHost: s\r\nConnection: close\r\n\r\n",
         archive_path(name)
@@ -36,7 +36,7 @@ fn get(server: &Server, name: &str, query: &str) -> (u16, String, Vec<u8>) {
     server.send_with_head(request.as_bytes())
 }
 
-fn get_ok(server: &Server, name: &str) -> Vec<u8> {
+pub fn get_ok(server: &Server, name: &str) -> Vec<u8> {
     let (status, head, body) = get(server, name, "");
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let head = head.to_ascii_lowercase();
@@ -48,7 +48,7 @@ fn get_ok(server: &Server, name: &str) -> Vec<u8> {
     body
 }
 
-fn put(server: &Server, name: &str, body: &[u8]) -> (u16, Value) {
+pub fn put(server: &Server, name: &str, body: &[u8]) -> (u16, Value) {
     let (status, bytes) = server.chunked("PUT", &archive_path(name), body, 64 * 1024);
     let value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|e| panic!("non-JSON ({e}): {}", String::from_utf8_lossy(&bytes)));
@@ -57,7 +57,7 @@ fn put(server: &Server, name: &str, body: &[u8]) -> (u16, Value) {
 
 /// What a tree holds, entry by entry: kind, mode, mtime and content (a
 /// hash of a file's bytes, a symlink's target).
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, (char, u32, i64, String)> {
+pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, (char, u32, i64, String)> {
     let mut entries = BTreeMap::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -91,7 +91,7 @@ fn random_bytes(n: usize) -> Vec<u8> {
 }
 
 /// Entries of a gzipped tar: path, type, link target.
-fn entries(archive: &[u8]) -> Vec<(String, EntryType, Option<String>)> {
+pub fn entries(archive: &[u8]) -> Vec<(String, EntryType, Option<String>)> {
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     tar.entries()
         .expect("entries")
@@ -255,7 +255,12 @@ fn archive_errors() {
 
 /// A tar entry with a raw name, built below the checks of the tar crate's
 /// convenience API.
-fn raw_entry(name: &str, kind: EntryType, link: Option<&str>, data: &[u8]) -> (Header, Vec<u8>) {
+pub fn raw_entry(
+    name: &str,
+    kind: EntryType,
+    link: Option<&str>,
+    data: &[u8],
+) -> (Header, Vec<u8>) {
     let mut header = Header::new_gnu();
     let gnu = header.as_gnu_mut().expect("gnu header");
     gnu.name[..name.len()].copy_from_slice(name.as_bytes());
@@ -274,7 +279,7 @@ fn raw_entry(name: &str, kind: EntryType, link: Option<&str>, data: &[u8]) -> (H
     (header, data.to_vec())
 }
 
-fn tar_of(entries: &[(Header, Vec<u8>)]) -> Vec<u8> {
+pub fn tar_of(entries: &[(Header, Vec<u8>)]) -> Vec<u8> {
     let mut builder = tar::Builder::new(Vec::new());
     for (header, data) in entries {
         builder.append(header, data.as_slice()).expect("append");
@@ -282,21 +287,21 @@ fn tar_of(entries: &[(Header, Vec<u8>)]) -> Vec<u8> {
     builder.into_inner().expect("finish tar")
 }
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(bytes).expect("gzip");
     gz.finish().expect("gzip")
 }
 
-fn file(name: &str, data: &[u8]) -> (Header, Vec<u8>) {
+pub fn file(name: &str, data: &[u8]) -> (Header, Vec<u8>) {
     raw_entry(name, EntryType::Regular, None, data)
 }
 
-fn link(name: &str, target: &str) -> (Header, Vec<u8>) {
+pub fn link(name: &str, target: &str) -> (Header, Vec<u8>) {
     raw_entry(name, EntryType::Symlink, Some(target), b"")
 }
 
-fn dir(name: &str) -> (Header, Vec<u8>) {
+pub fn dir(name: &str) -> (Header, Vec<u8>) {
     raw_entry(name, EntryType::Directory, None, b"")
 }
 

@@ -7,3 +7,4 @@ mod harness;
 mod limits;
 mod shell;
 mod stream;
+mod wake;

@@ -521,8 +521,10 @@ pub enum Restore {
 }
 
 /// How long before the worker's own bound sandboxd gives up a restore, so
-/// its answer (and the reason) still arrives.
-const RESTORE_ANSWER_MS: u64 = 500;
+/// its answer (and the reason) still arrives: sandboxd removes what it had
+/// unpacked before it answers, which takes up to about a second at its
+/// bound of entries.
+const RESTORE_ANSWER_MS: u64 = 1_500;
 
 /// The longest pause between two health checks of a starting container.
 const MAX_START_PAUSE_MS: u64 = 1_000;

@@ -1,5 +1,6 @@
-//! The Worker's front door: it checks the token, routes, refuses a body
-//! declared too large and hands the request itself, body unread, to the
+//! The Worker's front door: it checks the token, routes, refuses what
+//! another site's page could have sent (see `api::cross_site`) and a body
+//! declared too large, and hands the request itself, body unread, to the
 //! room's Durable Object (DuetAgent, or Sandbox for exec), which reads the
 //! body within the same bound. It knows nothing of storage, models or shells.
 //! It works on the runtime's own request and response (see the crate docs).
@@ -10,7 +11,7 @@ use worker::worker_sys::{web_sys, DurableObject};
 use worker::{Env, Stub};
 
 use crate::api::route::{self, Action, Route};
-use crate::api::{auth, live, ApiError};
+use crate::api::{auth, cross_site, live, ApiError};
 use crate::runtime::log::{self, RequestLog};
 use crate::runtime::{body, clock, config, respond};
 use crate::web;
@@ -29,7 +30,7 @@ pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
         Err(_) => ("unknown", None),
     };
     let outcome = match check_token(&req, &env, path).and(routed) {
-        Ok(route) => dispatch(req, &env, route).await,
+        Ok(route) => dispatch(req, &env, &url, route).await,
         Err(e) => Err(e),
     };
     let error = outcome.as_ref().err().map(ToString::to_string);
@@ -67,6 +68,7 @@ fn check_token(req: &web_sys::Request, env: &Env, path: &str) -> Result<(), ApiE
 async fn dispatch(
     req: web_sys::Request,
     env: &Env,
+    url: &str,
     route: Route,
 ) -> Result<web_sys::Response, ApiError> {
     let (room, action) = match route {
@@ -74,14 +76,16 @@ async fn dispatch(
         Route::Page(page) => return Ok(web::serve(&page)?.into()),
         Route::Room { room, action } => (room, action),
     };
+    let origin = header_of(&req, "origin")?;
+    let content_type = header_of(&req, "content-type")?;
+    cross_site::check(action, url, origin.as_deref(), content_type.as_deref())?;
     if action.has_body() {
         body::check_declared_length(&req)?;
     }
     if action == Action::Live {
         let upgrade = header_of(&req, "upgrade")?;
-        if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case("websocket")) {
-            return Err(ApiError::NotAWebSocket);
-        }
+        let protocols = header_of(&req, "sec-websocket-protocol")?;
+        live::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
     }
     let stub = room_object(env, &room, action)?.into_rpc::<DurableObject>();
     let answer = JsFuture::from(stub.fetch_with_request(&req)?).await?;

@@ -60,6 +60,8 @@ fn every_error() -> Vec<ApiError> {
         ApiError::BadJson(String::new()),
         ApiError::NotAnObject,
         ApiError::Unauthorized,
+        ApiError::CrossSite(String::new()),
+        ApiError::NotJson,
         ApiError::NotFound,
         ApiError::MethodNotAllowed("GET"),
         ApiError::PayloadTooLarge,
@@ -67,6 +69,7 @@ fn every_error() -> Vec<ApiError> {
         ApiError::CleanedUp,
         ApiError::NoKeptArchive,
         ApiError::NotAWebSocket,
+        ApiError::NoSubprotocol,
         ApiError::TooManyWatchers(0),
         ApiError::AiUnavailable(String::new()),
         ApiError::AiFailed(String::new()),
@@ -82,6 +85,8 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::BadJson(_)
             | ApiError::NotAnObject
             | ApiError::Unauthorized
+            | ApiError::CrossSite(_)
+            | ApiError::NotJson
             | ApiError::NotFound
             | ApiError::MethodNotAllowed(_)
             | ApiError::PayloadTooLarge
@@ -89,6 +94,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::CleanedUp
             | ApiError::NoKeptArchive
             | ApiError::NotAWebSocket
+            | ApiError::NoSubprotocol
             | ApiError::TooManyWatchers(_)
             | ApiError::AiUnavailable(_)
             | ApiError::AiFailed(_)
@@ -202,6 +208,24 @@ fn history_is_bounded_and_ts_is_int64() {
     let doc = doc();
     let schemas = &doc["components"]["schemas"];
     assert_eq!(schemas["MessageList"]["maxItems"], HISTORY_LIMIT);
+    assert_eq!(
+        schemas["Message"]["properties"]["text"]["maxLength"],
+        MAX_TEXT_CHARS
+    );
+    assert_eq!(
+        schemas["MessageResponse"]["properties"]["reply"]["maxLength"],
+        MAX_TEXT_CHARS
+    );
+    let send = operation(&doc, "sendMessage")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for bound in [MAX_TEXT_CHARS, QUOTED_CMD_CHARS, SUMMARY_CHARS] {
+        assert!(
+            send.contains(&bound.to_string()),
+            "sendMessage states {bound}"
+        );
+    }
     assert_eq!(schemas["Message"]["properties"]["ts"]["type"], "integer");
     assert_eq!(schemas["Message"]["properties"]["ts"]["format"], "int64");
 }
@@ -242,10 +266,10 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             .unwrap_or_else(|e| panic!("{method} {path} is not a route: {e}"));
         let expected = match (method.as_str(), path.as_str()) {
             ("GET" | "HEAD", "/health") => Route::Health,
-            ("GET", "/") => Route::Page(Page::Home),
-            ("GET", "/rooms/{roomId}") => Route::Page(Page::Room("r1".into())),
-            ("GET", "/assets/duet.css") => Route::Page(Page::Style),
-            ("GET", "/assets/duet.js") => Route::Page(Page::Script),
+            ("GET" | "HEAD", "/") => Route::Page(Page::Home),
+            ("GET" | "HEAD", "/rooms/{roomId}") => Route::Page(Page::Room("r1".into())),
+            ("GET" | "HEAD", "/assets/duet.css") => Route::Page(Page::Style),
+            ("GET" | "HEAD", "/assets/duet.js") => Route::Page(Page::Script),
             ("GET", "/api/rooms/{roomId}/live") => room(Action::Live),
             (_, "/api/rooms/{roomId}/message" | "/api/rooms/{roomId}/messages")
                 if method == "POST" =>
@@ -295,9 +319,15 @@ fn every_status_the_worker_gives_but_500_is_documented() {
     }
     for id in ["sendMessage", "sendMessages", "execCommand"] {
         let responses = &operation(&doc, id)["responses"];
-        for code in ["400", "401", "409", "413", "502", "503", "504"] {
+        for code in [
+            "400", "401", "403", "409", "413", "415", "502", "503", "504",
+        ] {
             assert!(responses.get(code).is_some(), "{id} documents {code}");
         }
+    }
+    for id in ["cleanupRoom", "liveFeed"] {
+        let responses = &operation(&doc, id)["responses"];
+        assert!(responses.get("403").is_some(), "{id} documents 403");
     }
 }
 

@@ -31,6 +31,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         MAX_COMMANDS_PER_MESSAGE,
         MODEL_OUTPUT_CHARS,
         SUMMARY_CHARS,
+        QUOTED_CMD_CHARS,
         MAX_HISTORY_CONTEXT_CHARS,
         MAX_MODEL_REPLY_CHARS,
         AI_TIMEOUT_MS,

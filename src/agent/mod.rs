@@ -105,6 +105,10 @@ impl DuetAgent {
         self.epoch.set(self.epoch.get() + 1);
         self.store.clear()?;
         self.touched.set(None);
+        if self.store.watching()? {
+            // What the watchers show is gone: the feed tells them and closes.
+            self.to_feed(&room, Action::HistoryExpired, None).await;
+        }
         log::emit(&LifecycleLog {
             event: "expire",
             object: "DuetAgent",
@@ -138,9 +142,12 @@ impl DuetAgent {
                 self.store.set_watching(on)?;
                 Ok(Response::empty()?)
             }
-            Action::Exec | Action::KeptArchive | Action::Live | Action::Publish => {
-                Err(ApiError::NotFound)
-            }
+            Action::Exec
+            | Action::KeptArchive
+            | Action::Live
+            | Action::Publish
+            | Action::AgentExec
+            | Action::HistoryExpired => Err(ApiError::NotFound),
         }
     }
 
@@ -209,14 +216,21 @@ impl DuetAgent {
         Ok(agent)
     }
 
-    /// Sends an event to the room's live feed. A feed that cannot be reached
-    /// costs the exchange nothing but the event.
+    /// Sends an event to the room's live feed.
     async fn publish(&self, room: &str, event: &Event<'_>) {
+        let event = event.to_json();
+        self.to_feed(room, Action::Publish, Some(event.as_bytes()))
+            .await;
+    }
+
+    /// An internal request to the room's live feed. A feed that cannot be
+    /// reached costs the caller nothing but the request.
+    async fn to_feed(&self, room: &str, action: Action, body: Option<&[u8]>) {
         let Ok(feed) = sandbox_stub(&self.env, room) else {
             return;
         };
-        let path = route::internal_path(room, Action::Publish);
-        let _ = internal::send(&feed, Method::Post, &path, Some(event.to_json().as_bytes())).await;
+        let path = route::internal_path(room, action);
+        let _ = internal::send(&feed, Method::Post, &path, body).await;
     }
 
     /// Records a use of the room and sets its expiry alarm from it.

@@ -15,8 +15,8 @@ pub const ENDPOINTS: &str = "GET /health, HEAD /health, POST /api/rooms/{roomId}
 POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
 POST /api/rooms/{roomId}/sandbox/exec, GET /api/rooms/{roomId}/sandbox/archive, \
 DELETE /api/rooms/{roomId}, \
-GET /api/rooms/{roomId}/live, GET /, GET /rooms/{roomId}, GET /assets/duet.css, \
-GET /assets/duet.js";
+GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
+GET /assets/duet.css, HEAD /assets/duet.css, GET /assets/duet.js, HEAD /assets/duet.js";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -28,6 +28,10 @@ pub enum ApiError {
     NotAnObject,
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    #[error("cross-site request refused: the Origin {0} is not this worker's own")]
+    CrossSite(String),
+    #[error("the request body must be JSON, sent with Content-Type: application/json")]
+    NotJson,
     #[error("no such endpoint; supported: {ENDPOINTS}")]
     NotFound,
     #[error("method not allowed; allowed: {0}")]
@@ -46,6 +50,8 @@ pub enum ApiError {
         "this route is a WebSocket: connect with `Upgrade: websocket` and the subprotocol duet.v1"
     )]
     NotAWebSocket,
+    #[error("the live feed speaks the subprotocol duet.v1: offer it in Sec-WebSocket-Protocol")]
+    NoSubprotocol,
     #[error("the room has {0} watchers, the most it takes; try again later")]
     TooManyWatchers(usize),
     #[error("no AI backend: {0}")]
@@ -80,15 +86,19 @@ impl ApiError {
 
     pub fn status(&self) -> u16 {
         match self {
-            Self::Invalid(_) | Self::BadJson(_) | Self::NotAnObject | Self::UnreadableBody(_) => {
-                400
-            }
+            Self::Invalid(_)
+            | Self::BadJson(_)
+            | Self::NotAnObject
+            | Self::UnreadableBody(_)
+            | Self::NoSubprotocol => 400,
             Self::Unauthorized => 401,
+            Self::CrossSite(_) => 403,
             Self::NotFound | Self::NoKeptArchive => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::CleanedUp => 409,
             Self::NotAWebSocket => 426,
             Self::PayloadTooLarge => 413,
+            Self::NotJson => 415,
             Self::Internal(_) => 500,
             Self::AiFailed(_) | Self::SandboxFailed(_) => 502,
             Self::AiUnavailable(_) | Self::SandboxUnavailable(_) | Self::TooManyWatchers(_) => 503,
@@ -145,6 +155,12 @@ mod tests {
         assert_eq!(ApiError::UnreadableBody("x".into()).status(), 400);
         assert_eq!(ApiError::CleanedUp.status(), 409);
         assert_eq!(ApiError::Unauthorized.status(), 401);
+        assert_eq!(
+            ApiError::CrossSite("https://evil.example".into()).status(),
+            403
+        );
+        assert_eq!(ApiError::NotJson.status(), 415);
+        assert_eq!(ApiError::NoSubprotocol.status(), 400);
         assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
         assert_eq!(ApiError::AiFailed("x".into()).status(), 502);
         assert_eq!(ApiError::AiUnavailable("x".into()).status(), 503);

@@ -6,7 +6,8 @@
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Room ids: 1 to this many characters of `[A-Za-z0-9._-]` (UUIDs fit).
 pub const MAX_ROOM_ID_CHARS: usize = 128;
-/// Longest chat message, in characters, after trimming.
+/// Longest chat message, in characters: a user's (after trimming), and the
+/// agent's reply, which is cut to it (see `chat::rounds::reply`).
 pub const MAX_TEXT_CHARS: usize = 8_000;
 /// Longest `userId`, in characters.
 pub const MAX_USER_ID_CHARS: usize = 128;
@@ -25,6 +26,9 @@ pub const MAX_COMMANDS_PER_MESSAGE: usize = 8;
 pub const MODEL_OUTPUT_CHARS: usize = 2_000;
 /// Characters of a command's output quoted in an agent reply.
 pub const SUMMARY_CHARS: usize = 500;
+/// Characters of a command quoted in the header of its block in a reply
+/// (`Output (<cmd>):`); a longer command is cut there and ends in `…`.
+pub const QUOTED_CMD_CHARS: usize = 200;
 /// Most characters of stored history sent to the model with a new message
 /// (system prompt and new message come on top): the oldest exchanges are
 /// left out first, so twenty long messages cannot overflow a small model's

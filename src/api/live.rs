@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::wire::Message;
+use super::ApiError;
 
 /// The subprotocol every watcher offers, and the one the worker answers.
 pub const PROTOCOL: &str = "duet.v1";
@@ -22,6 +23,17 @@ pub enum Source {
     Exec,
     /// A `<run>` tag of the agent.
     Agent,
+}
+
+/// Why the feed closed every watcher's socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloseReason {
+    /// `DELETE /api/rooms/{roomId}`.
+    Deleted,
+    /// The room went unused for `ROOM_TTL_SECONDS`: its history or its
+    /// sandbox was forgotten.
+    Expired,
 }
 
 /// What a watcher receives, one JSON text frame each, with the watcher's own
@@ -59,6 +71,8 @@ pub enum Event<'a> {
         truncated: bool,
         timed_out: bool,
     },
+    /// Last: the room was deleted or expired; the socket is closed next.
+    Closed { reason: CloseReason },
 }
 
 impl Event<'_> {
@@ -99,8 +113,21 @@ impl FromWatcher {
     }
 }
 
+/// Refuses an upgrade to the feed that is not one: no `Upgrade: websocket`
+/// (426), or a WebSocket that does not offer [`PROTOCOL`] (400), which the
+/// answer could not name without breaking the handshake.
+pub fn check_upgrade(upgrade: Option<&str>, protocols: Option<&str>) -> Result<(), ApiError> {
+    if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case("websocket")) {
+        return Err(ApiError::NotAWebSocket);
+    }
+    if !protocols.is_some_and(offers_protocol) {
+        return Err(ApiError::NoSubprotocol);
+    }
+    Ok(())
+}
+
 /// Whether a `Sec-WebSocket-Protocol` header offers [`PROTOCOL`].
-pub fn offers_protocol(header: &str) -> bool {
+fn offers_protocol(header: &str) -> bool {
     header.split(',').any(|p| p.trim() == PROTOCOL)
 }
 
@@ -178,6 +205,21 @@ mod tests {
     }
 
     #[test]
+    fn the_last_event_says_why_the_feed_closed() {
+        let closed = Event::Closed {
+            reason: CloseReason::Deleted,
+        };
+        assert_eq!(
+            frame(&closed.to_json(), 3),
+            r#"{"seq":3,"type":"closed","reason":"deleted"}"#
+        );
+        let expired = Event::Closed {
+            reason: CloseReason::Expired,
+        };
+        assert_eq!(expired.to_json(), r#"{"type":"closed","reason":"expired"}"#);
+    }
+
+    #[test]
     fn watchers_send_acks_only() {
         assert_eq!(
             FromWatcher::parse(r#"{"type":"ack","seq":12}"#),
@@ -190,6 +232,21 @@ mod tests {
         ] {
             assert_eq!(FromWatcher::parse(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn an_upgrade_must_be_a_websocket_offering_duet_v1() {
+        let status = |upgrade, protocols| check_upgrade(upgrade, protocols).map_err(|e| e.status());
+        assert_eq!(status(Some("websocket"), Some("duet.v1")), Ok(()));
+        assert_eq!(status(Some("WebSocket"), Some("chat, duet.v1")), Ok(()));
+        assert_eq!(status(None, Some("duet.v1")), Err(426));
+        assert_eq!(status(Some("h2c"), Some("duet.v1")), Err(426));
+        assert_eq!(status(Some("websocket"), None), Err(400));
+        assert_eq!(status(Some("websocket"), Some("chat")), Err(400));
+        assert_eq!(
+            status(Some("websocket"), Some("duet.v2, duet.v1x")),
+            Err(400)
+        );
     }
 
     #[test]

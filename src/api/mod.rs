@@ -3,6 +3,7 @@
 //! tested with native `cargo test`.
 
 pub mod auth;
+pub mod cross_site;
 pub mod error;
 pub mod limits;
 pub mod live;

@@ -1,10 +1,12 @@
 //! Which endpoint a method and path name. Shared by the Worker, which uses it
 //! to pick a Durable Object, and by the objects, which use it to pick a handler.
 //!
-//! The objects also take two internal routes, under `/internal/rooms/`, by
-//! which the DuetAgent feeds the room's live feed (held by the Sandbox
-//! object) and learns whether anyone watches. The Worker never routes them:
-//! from outside they are unknown paths.
+//! The objects also take internal routes, under `/internal/rooms/`, by which
+//! the DuetAgent runs the commands of `<run>` tags, feeds the room's live
+//! feed (held by the Sandbox object), tells it the history expired, and
+//! learns whether anyone watches. The Worker never routes them: from outside
+//! they are unknown paths, so nobody outside can pass a command off as the
+//! agent's.
 
 use super::error::ApiError;
 use super::limits::MAX_ROOM_ID_CHARS;
@@ -24,7 +26,19 @@ pub enum Action {
     Publish,
     /// Internal: whether the live feed has watchers.
     Watching,
+    /// Internal: a command of the agent's (from a `<run>` tag).
+    AgentExec,
+    /// Internal: the room's history expired; the live feed closes.
+    HistoryExpired,
 }
+
+/// The internal routes: path tail, method, action.
+const INTERNAL: [(&str, &str, Action); 4] = [
+    ("publish", "POST", Action::Publish),
+    ("watching", "PUT", Action::Watching),
+    ("exec", "POST", Action::AgentExec),
+    ("expired", "POST", Action::HistoryExpired),
+];
 
 /// The web page's parts.
 #[derive(Debug, PartialEq, Eq)]
@@ -48,6 +62,16 @@ impl Action {
         matches!(self, Self::SendMessage | Self::Exec)
     }
 
+    /// Whether a browser may ask it only from the worker's own origin (see
+    /// `cross_site`): what changes a room, and the live feed, which shows
+    /// it.
+    pub fn needs_own_origin(self) -> bool {
+        matches!(
+            self,
+            Self::SendMessage | Self::Exec | Self::Cleanup | Self::Live
+        )
+    }
+
     /// A short stable name for logs.
     pub fn name(self) -> &'static str {
         match self {
@@ -59,6 +83,8 @@ impl Action {
             Self::Live => "live",
             Self::Publish => "publish",
             Self::Watching => "watching",
+            Self::AgentExec => "agent_exec",
+            Self::HistoryExpired => "history_expired",
         }
     }
 }
@@ -67,26 +93,22 @@ impl Action {
 /// (`scheme://host[:port]/path[?query][#fragment]`), still percent-encoded;
 /// read from the text, as the URL is already valid.
 pub fn path_of(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let Some(start) = url[after_scheme..].find('/').map(|i| after_scheme + i) else {
-        return "/";
-    };
-    let path = &url[start..];
-    &path[..path.find(['?', '#']).unwrap_or(path.len())]
+    let path = &url[origin_of(url).len()..];
+    match &path[..path.find(['?', '#']).unwrap_or(path.len())] {
+        "" => "/",
+        path => path,
+    }
 }
 
-/// Whether the URL's query has `key=value`, as written (no decoding: the
-/// parameters read here are written by the Worker itself). Read by hand: a
-/// parsed `Url` brings the URL parser and its international domain name
-/// tables, over a quarter of the gzipped upload.
-pub fn query_has(url: &str, key: &str, value: &str) -> bool {
-    let without_fragment = url.split('#').next().unwrap_or_default();
-    let Some((_, query)) = without_fragment.split_once('?') else {
-        return false;
-    };
-    query
-        .split('&')
-        .any(|pair| pair.split_once('=') == Some((key, value)))
+/// The origin of a request's URL as the runtime serialises it:
+/// `scheme://host[:port]`, default ports already left out (as browsers
+/// leave them out of an `Origin` header).
+pub fn origin_of(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let end = url[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| after_scheme + i);
+    &url[..end]
 }
 
 /// Parses a method and a (still percent-encoded) URL path.
@@ -102,11 +124,13 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         "/assets/duet.js" => Some(Page::Script),
         _ => None,
     };
+    // The page's parts answer HEAD as GET, without the body (the runtime
+    // leaves it out), as HTTP asks of every GET resource.
     if let Some(page) = page {
-        return allow(method, &["GET"], "GET").map(|_| Route::Page(page));
+        return allow(method, &["GET", "HEAD"], "GET, HEAD").map(|_| Route::Page(page));
     }
     if let Some(raw_room) = path.strip_prefix("/rooms/") {
-        allow(method, &["GET"], "GET")?;
+        allow(method, &["GET", "HEAD"], "GET, HEAD")?;
         return Ok(Route::Page(Page::Room(room_id(raw_room)?)));
     }
     let rest = path.strip_prefix("/api/rooms/").ok_or(ApiError::NotFound)?;
@@ -137,11 +161,10 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
 pub fn room(method: &str, path: &str) -> Result<(String, Action), ApiError> {
     if let Some(rest) = path.strip_prefix("/internal/rooms/") {
         let (raw_room, tail) = rest.split_once('/').ok_or(ApiError::NotFound)?;
-        let action = match (tail, method) {
-            ("publish", "POST") => Action::Publish,
-            ("watching", "PUT") => Action::Watching,
-            _ => return Err(ApiError::NotFound),
-        };
+        let (_, _, action) = INTERNAL
+            .into_iter()
+            .find(|&(t, m, _)| (t, m) == (tail, method))
+            .ok_or(ApiError::NotFound)?;
         return Ok((room_id(raw_room)?, action));
     }
     match parse(method, path)? {
@@ -152,10 +175,10 @@ pub fn room(method: &str, path: &str) -> Result<(String, Action), ApiError> {
 
 /// The path of an internal `action` of `room`.
 pub fn internal_path(room: &str, action: Action) -> String {
-    let tail = match action {
-        Action::Publish => "publish",
-        _ => "watching",
-    };
+    let (tail, _, _) = INTERNAL
+        .into_iter()
+        .find(|&(_, _, a)| a == action)
+        .expect("an internal action");
     format!("/internal/rooms/{room}/{tail}")
 }
 
@@ -220,17 +243,17 @@ mod tests {
         assert_eq!(path_of("https://duet.example/?q"), "/");
         assert_eq!(path_of("https://duet.example"), "/");
         assert_eq!(path_of("https://duet.example/rooms/r#/x"), "/rooms/r");
+        assert_eq!(path_of("https://duet.example?q/x"), "/");
     }
 
     #[test]
-    fn query_parameters_are_found_as_written() {
-        let url = "https://duet.internal/api/rooms/r/sandbox/exec?a=1&source=agent#x";
-        assert!(query_has(url, "source", "agent"));
-        assert!(query_has(url, "a", "1"));
-        assert!(!query_has(url, "source", "exec"));
-        assert!(!query_has("https://d/p?source=agentx", "source", "agent"));
-        assert!(!query_has("https://d/p#?source=agent", "source", "agent"));
-        assert!(!query_has("https://d/p", "source", "agent"));
+    fn the_origin_is_read_from_the_url() {
+        assert_eq!(
+            origin_of("http://127.0.0.1:8788/api/rooms/r/live"),
+            "http://127.0.0.1:8788"
+        );
+        assert_eq!(origin_of("https://duet.example"), "https://duet.example");
+        assert_eq!(origin_of("https://duet.example?q"), "https://duet.example");
     }
 
     fn room(method: &str, path: &str) -> (String, Action) {
@@ -292,6 +315,16 @@ mod tests {
         );
         assert_eq!(status("GET", "/rooms/bad%20id"), 400);
         assert_eq!(status("POST", "/"), 405);
+        assert_eq!(parse("HEAD", "/").unwrap(), Route::Page(Page::Home));
+        assert_eq!(
+            parse("HEAD", "/rooms/r-1").unwrap(),
+            Route::Page(Page::Room("r-1".into()))
+        );
+        assert_eq!(
+            parse("HEAD", "/assets/duet.css").unwrap(),
+            Route::Page(Page::Style)
+        );
+        assert_eq!(status("HEAD", "/rooms/bad%20id"), 400);
         assert_eq!(status("GET", "/assets/other.js"), 404);
         assert_eq!(
             room("GET", "/api/rooms/r1/live"),
@@ -302,7 +335,7 @@ mod tests {
 
     #[test]
     fn internal_routes_are_for_objects_only() {
-        for (method, action) in [("POST", Action::Publish), ("PUT", Action::Watching)] {
+        for (_, method, action) in INTERNAL {
             let path = internal_path("r1", action);
             assert_eq!(super::room(method, &path).unwrap(), ("r1".into(), action));
             assert_eq!(
@@ -347,6 +380,8 @@ mod tests {
     fn wrong_methods_are_405_with_allow() {
         let cases = [
             ("POST", "/health", "GET, HEAD"),
+            ("POST", "/", "GET, HEAD"),
+            ("DELETE", "/rooms/r", "GET, HEAD"),
             ("GET", "/api/rooms/r/message", "POST"),
             ("DELETE", "/api/rooms/r/messages", "GET, POST"),
             ("GET", "/api/rooms/r/sandbox/exec", "POST"),

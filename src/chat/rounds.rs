@@ -11,9 +11,14 @@
 //! exit code and its output, cut to [`MODEL_OUTPUT_CHARS`] per stream, more
 //! than the room's 500-character summaries. The room sees one reply: each
 //! answer's text with its `Output`/`Error` blocks, in order, then a note when
-//! the exchange stopped before the model was done.
+//! the exchange stopped before the model was done. Four answers of up to
+//! 8,000 characters and eight blocks could come to over 30,000, so the reply
+//! is cut to [`MAX_TEXT_CHARS`], the bound of every stored message; its last
+//! lines (the note) are kept.
 
-use crate::api::limits::{MAX_COMMANDS_PER_MESSAGE, MAX_MODEL_CALLS, MODEL_OUTPUT_CHARS};
+use crate::api::limits::{
+    MAX_COMMANDS_PER_MESSAGE, MAX_MODEL_CALLS, MAX_TEXT_CHARS, MODEL_OUTPUT_CHARS,
+};
 use crate::chat::run_tags::{answer_text, Outcome};
 use crate::text::first_chars;
 
@@ -116,15 +121,35 @@ fn stream(name: &str, text: &str) -> String {
     format!("\n{name}:\n{}{cut}", shown.trim_end_matches('\n'))
 }
 
-/// The reply the room sees: every round's text, then why it stopped early.
+/// The reply the room sees: every round's text, then why it stopped early,
+/// in at most [`MAX_TEXT_CHARS`] characters: a longer one is cut, says so,
+/// and keeps the note.
 pub fn reply(rounds: &[Round], stop: &Stop) -> String {
-    let mut parts: Vec<String> = rounds
+    let body = rounds
         .iter()
         .map(|round| answer_text(&round.prose, &round.ran, round.skipped))
         .filter(|text| !text.is_empty())
-        .collect();
-    parts.extend(stop.note());
-    parts.join("\n\n")
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let note = stop.note();
+    let whole = paragraphs(&body, note.as_deref());
+    if whole.chars().count() <= MAX_TEXT_CHARS {
+        return whole;
+    }
+    let cut = format!("[Cut: the reply was over {MAX_TEXT_CHARS} characters]");
+    let tail = paragraphs(&cut, note.as_deref());
+    let room = MAX_TEXT_CHARS.saturating_sub(tail.chars().count() + 2);
+    let kept = paragraphs(first_chars(&body, room).trim_end(), Some(&tail));
+    first_chars(&kept, MAX_TEXT_CHARS).to_owned()
+}
+
+/// `first`, then `then` as a paragraph of its own; `first` may be empty.
+fn paragraphs(first: &str, then: Option<&str>) -> String {
+    match then {
+        Some(then) if !first.is_empty() => format!("{first}\n\n{then}"),
+        Some(then) => then.to_owned(),
+        None => first.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -230,6 +255,40 @@ mod tests {
             );
             assert!(text.contains(says), "{text}");
         }
+    }
+
+    #[test]
+    fn the_reply_is_bounded_like_every_stored_message() {
+        // As reported: four answers, each running a 7,900-character command.
+        let cmd = format!("echo {}", "y".repeat(7_895));
+        let rounds: Vec<Round> = (0..4)
+            .map(|i| round(&format!("Round {i}."), vec![ran(&cmd, &"z".repeat(600), 0)]))
+            .collect();
+        let text = reply(&rounds, &Stop::ModelCalls);
+        assert!(
+            text.chars().count() <= MAX_TEXT_CHARS,
+            "{}",
+            text.chars().count()
+        );
+        assert!(text.ends_with(
+            "[Stopped: at most 4 model answers per message; send another message to continue]"
+        ));
+        assert_eq!(
+            text.matches("Output (echo ").count(),
+            4,
+            "commands quoted cut"
+        );
+        // Eight blocks of long commands and 8,000 characters of prose.
+        let long = round(&"p".repeat(8_000), vec![ran(&cmd, &"z".repeat(600), 0); 8]);
+        let text = reply(&[long], &Stop::Done);
+        assert_eq!(text.chars().count(), MAX_TEXT_CHARS);
+        assert!(text.ends_with(&format!(
+            "[Cut: the reply was over {MAX_TEXT_CHARS} characters]"
+        )));
+        assert!(text.starts_with(&"p".repeat(7_900)));
+        // A reply within the bound is whole.
+        let short = [round("Done.", vec![ran(&cmd, "ok", 0)])];
+        assert!(!reply(&short, &Stop::Done).contains("[Cut"));
     }
 
     #[test]

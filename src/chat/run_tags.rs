@@ -9,9 +9,13 @@
 //! <first 500 characters of stdout, else of stderr, else "[no output]">
 //! ```
 //!
-//! or `Error (<cmd>):` and the reason when the sandbox could not run it.
+//! or `Error (<cmd>):` and the reason when the sandbox could not run it. A
+//! command longer than [`QUOTED_CMD_CHARS`] is quoted cut, ending in `…`: a
+//! reply quotes up to eight commands of up to 8,000 characters each.
 
-use crate::api::limits::{MAX_RUNS_PER_REPLY, SUMMARY_CHARS};
+use std::borrow::Cow;
+
+use crate::api::limits::{MAX_RUNS_PER_REPLY, QUOTED_CMD_CHARS, SUMMARY_CHARS};
 use crate::api::wire::ExecOutput;
 use crate::text::{first_chars, without_controls};
 
@@ -90,6 +94,7 @@ pub fn summary(stdout: &str, stderr: &str) -> String {
 pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> String {
     let mut text = prose.trim_end().to_owned();
     for (cmd, outcome) in ran {
+        let cmd = quoted(cmd);
         match outcome {
             Outcome::Ran(output) => text.push_str(&format!(
                 "\n\nOutput ({cmd}):\n{}",
@@ -106,6 +111,15 @@ pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> St
         ));
     }
     text.trim().to_owned()
+}
+
+/// A command as its block's header quotes it.
+fn quoted(cmd: &str) -> Cow<'_, str> {
+    let shown = first_chars(cmd, QUOTED_CMD_CHARS);
+    match shown.len() < cmd.len() {
+        true => Cow::Owned(format!("{shown}…")),
+        false => Cow::Borrowed(cmd),
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +212,21 @@ mod tests {
             reply(&p, &[Outcome::Failed("sandbox unavailable".into())]),
             "Error (ls):\nsandbox unavailable"
         );
+    }
+
+    #[test]
+    fn long_commands_are_quoted_cut() {
+        let long = format!("echo {}", "x".repeat(7_900));
+        let ran = [(long.clone(), ran("x", ""))];
+        let text = answer_text("", &ran, 0);
+        let header = text.lines().next().unwrap();
+        assert_eq!(
+            header,
+            format!("Output ({}…):", first_chars(&long, QUOTED_CMD_CHARS))
+        );
+        let fits = "é".repeat(QUOTED_CMD_CHARS);
+        let text = answer_text("", &[(fits.clone(), Outcome::Failed("no".into()))], 0);
+        assert_eq!(text, format!("Error ({fits}):\nno"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Requests between this Worker's own parts (the front door, DuetAgent and
-//! Sandbox objects). They reuse the public paths, so one router serves all.
+//! Sandbox objects). They reuse the public paths and add internal ones (see
+//! `api::route`), so one router serves all.
 
 use worker::{js_sys, Method, Response, Stub};
 

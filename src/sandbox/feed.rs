@@ -9,6 +9,9 @@
 //! one more than [`MAX_UNACKED_EVENTS`] behind is closed (code 4008), so a
 //! slow watcher never holds the room back. Counters live in memory: after an
 //! eviction they start again, which only delays noticing a slow watcher.
+//!
+//! When the room is deleted or expires, every watcher gets a last `closed`
+//! event and its socket is closed (code 4410): what it shows is gone.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -16,7 +19,7 @@ use std::collections::HashMap;
 use worker::{State, WebSocket, WebSocketPair};
 
 use crate::api::limits::{MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES};
-use crate::api::live::{self, Event, FromWatcher, Source};
+use crate::api::live::{self, CloseReason, Event, FromWatcher, Source};
 use crate::api::wire::{ExecOutput, Message};
 use crate::api::ApiError;
 
@@ -26,6 +29,8 @@ const OUTPUT_EVENT_BYTES: usize = 16 * 1024;
 const TOO_SLOW: u16 = 4008;
 /// Close code for a watcher that sent a frame too large.
 const TOO_LARGE: u16 = 1009;
+/// Close code for every watcher of a room deleted or expired.
+const ROOM_CLOSED: u16 = 4410;
 
 #[derive(Default)]
 struct Counters {
@@ -132,13 +137,28 @@ impl Feed {
         self.broadcast(state, &end.to_json());
     }
 
-    /// A frame from a watcher.
-    pub fn received(&self, state: &State, ws: &WebSocket, text: &str) {
-        if text.len() > MAX_WATCHER_FRAME_BYTES {
+    /// Tells every watcher the room was deleted or expired, and closes its
+    /// socket.
+    pub fn close(&self, state: &State, reason: CloseReason) {
+        self.broadcast(state, &Event::Closed { reason }.to_json());
+        let why = match reason {
+            CloseReason::Deleted => "the room was deleted",
+            CloseReason::Expired => "the room expired",
+        };
+        for ws in state.get_websockets() {
+            let _ = ws.close(Some(ROOM_CLOSED), Some(why));
+        }
+        self.watchers.borrow_mut().clear();
+    }
+
+    /// A frame of `bytes` bytes from a watcher, with its text if it is a
+    /// text frame.
+    pub fn received(&self, state: &State, ws: &WebSocket, bytes: usize, text: Option<&str>) {
+        if bytes > MAX_WATCHER_FRAME_BYTES {
             let _ = ws.close(Some(TOO_LARGE), Some("frame too large"));
             return;
         }
-        let Some(FromWatcher::Ack { seq }) = FromWatcher::parse(text) else {
+        let Some(FromWatcher::Ack { seq }) = text.and_then(FromWatcher::parse) else {
             return;
         };
         if let Some(id) = state.get_tags(ws).into_iter().next() {

@@ -13,6 +13,7 @@ pub use object::Sandbox;
 
 use worker::{Env, Method};
 
+use crate::api::route::{self, Action};
 use crate::api::wire::{sandbox_name, ExecOutput, ExecRequest, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::chat::budget::command_budget;
@@ -58,8 +59,8 @@ impl SandboxStub {
 
     async fn exec(&self, room: &str, request: &ExecRequest) -> Outcome {
         let body = serde_json::to_vec(request).expect("an exec request serializes");
-        // The query names the command's source for the room's live feed.
-        let path = format!("/api/rooms/{room}/sandbox/exec?source=agent");
+        // An internal route: the live feed shows the command as the agent's.
+        let path = route::internal_path(room, Action::AgentExec);
         let mut response = match internal::send(&self.0, Method::Post, &path, Some(&body)).await {
             Ok(response) => response,
             Err(e) => return Outcome::Failed(e.to_string()),

@@ -33,7 +33,8 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
+use worker::js_sys::ArrayBuffer;
+use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
 
@@ -45,7 +46,7 @@ use crate::agent::agent_stub;
 use crate::api::limits::{
     RESTORE_MS, ROOM_TTL_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES, SANDBOX_IDLE_SECONDS,
 };
-use crate::api::live::{self, Source};
+use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
 use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse, HistoryResponse, Message};
 use crate::api::{validate, ApiError};
@@ -128,12 +129,19 @@ impl Sandbox {
         respond::from_object("Sandbox", route::path_of(&url), outcome).into()
     }
 
-    /// A watcher's message: only text (acks) means anything.
+    /// A watcher's message: only text (acks) means anything, but binary
+    /// frames are bounded too.
     #[wasm_bindgen(js_name = webSocketMessage)]
     pub fn websocket_message(&self, ws: web_sys::WebSocket, message: JsValue) {
-        if let Some(text) = message.as_string() {
-            self.feed.received(&self.state, &ws.into(), &text);
-        }
+        let text = message.as_string();
+        let bytes = match &text {
+            Some(text) => text.len(),
+            None => message
+                .dyn_ref::<ArrayBuffer>()
+                .map_or(0, |buffer| buffer.byte_length() as usize),
+        };
+        self.feed
+            .received(&self.state, &ws.into(), bytes, text.as_deref());
     }
 
     #[wasm_bindgen(js_name = webSocketClose)]
@@ -196,10 +204,10 @@ impl Sandbox {
         let (room, action) = route::room(&req.method(), route::path_of(url))?;
         let name = sandbox_name(&room);
         match action {
-            Action::Exec => {
-                let source = match route::query_has(url, "source", "agent") {
-                    true => Source::Agent,
-                    false => Source::Exec,
+            Action::Exec | Action::AgentExec => {
+                let source = match action {
+                    Action::AgentExec => Source::Agent,
+                    _ => Source::Exec,
                 };
                 let request = validate::exec_request(&body::read(req).await?)?;
                 self.touch(&room, arrived).await?;
@@ -223,6 +231,7 @@ impl Sandbox {
                 )?)
             }
             Action::Cleanup => {
+                self.feed.close(&self.state, CloseReason::Deleted);
                 self.epoch.set(self.epoch.get() + 1);
                 self.sandboxd()?.destroy(&name).await?;
                 self.saved.forget()?;
@@ -239,6 +248,10 @@ impl Sandbox {
                 let event = String::from_utf8(body::read(req).await?)
                     .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
                 self.feed.broadcast(&self.state, &event);
+                Ok(Response::empty()?)
+            }
+            Action::HistoryExpired => {
+                self.feed.close(&self.state, CloseReason::Expired);
                 Ok(Response::empty()?)
             }
             Action::SendMessage | Action::History | Action::Watching => Err(ApiError::NotFound),
@@ -538,6 +551,7 @@ impl Sandbox {
     /// everything saved of the room.
     async fn expire(&self, room: &str, asleep: bool) -> Result<(), ApiError> {
         let started = clock::now_ms();
+        self.feed.close(&self.state, CloseReason::Expired);
         self.epoch.set(self.epoch.get() + 1);
         if !asleep {
             self.sandboxd()?.destroy(&sandbox_name(room)).await?;

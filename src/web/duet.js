@@ -1,8 +1,9 @@
 // The page's script. The home page enters or creates a room. The room page
 // renders the room's live feed (GET /api/rooms/{id}/live, a WebSocket) and
 // sends messages and commands through the plain HTTP routes. With
-// DUET_API_TOKEN set, the token is asked for once per tab and sent as a
-// bearer header and, for the socket, as a subprotocol.
+// DUET_API_TOKEN set, the token is asked for when the worker refuses the
+// page (once per tab, again when it is wrong, or with the "API token"
+// button) and sent as a bearer header and, for the socket, as a subprotocol.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -15,13 +16,16 @@ function home() {
 
 function room() {
   const room = decodeURIComponent(location.pathname.split("/").pop());
+  const feedPath = `/api/rooms/${encodeURIComponent(room)}/live`;
   const $ = (id) => document.getElementById(id);
-  const chat = $("chat"), term = $("term"), status = $("status");
-  const commands = new Map();
+  const chat = $("chat"), term = $("term"), status = $("status"), tokenButton = $("token");
   let token = sessionStorage.getItem("duet-token") || "";
-  let socket = null, seen = 0, acked = 0, retry = 500;
+  // The socket of the moment and how far it has shown and acknowledged its
+  // events: every socket numbers its own from 1, so these start afresh with it.
+  let feed = null, retry = 500;
   $("room-id").textContent = room;
   $("name").value = localStorage.getItem("duet-name") || "";
+  tokenButton.hidden = !token;
 
   function say(text, bad) {
     status.textContent = text;
@@ -53,10 +57,16 @@ function room() {
     switch (e.type) {
       case "hello": chat.textContent = ""; e.history.forEach(message); break;
       case "message": message(e.message); break;
-      case "command": scrolled(term, () => { term.append(line(`$ ${e.cmd}\n`, "cmd")); commands.set(e.id, true); }); break;
+      case "command": scrolled(term, () => term.append(line(`$ ${e.cmd}\n`, "cmd"))); break;
       case "output": scrolled(term, () => term.append(line(e.data, e.stream === "stderr" ? "err" : ""))); break;
       case "command_end": scrolled(term, () => term.append(line(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]\n`, "end"))); break;
       case "failed": scrolled(chat, () => chat.append(line(`(${e.error})\n`, "muted"))); break;
+      case "closed": {
+        const what = e.reason === "deleted" ? "was deleted" : "expired";
+        scrolled(chat, () => chat.append(line(`(the room ${what}: its history and files are gone)\n`, "muted")));
+        say(`the room ${what}; reload the page to start it afresh`, true);
+        break;
+      }
     }
   }
   function authProtocols() {
@@ -65,34 +75,60 @@ function room() {
   }
   function connect() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const ws = (socket = new WebSocket(`${scheme}//${location.host}/api/rooms/${encodeURIComponent(room)}/live`, authProtocols()));
-    ws.onopen = () => { say("live"); retry = 500; };
+    const ws = new WebSocket(`${scheme}//${location.host}${feedPath}`, authProtocols());
+    const mine = (feed = { ws, seen: 0, acked: 0, opened: false, closed: false });
+    ws.onopen = () => { mine.opened = true; say("live"); retry = 500; };
     ws.onmessage = (msg) => {
       const e = JSON.parse(msg.data);
       onEvent(e);
-      seen = e.seq ?? seen;
-      if (seen - acked >= 16) ack();
+      mine.closed ||= e.type === "closed";
+      mine.seen = e.seq ?? mine.seen;
+      if (mine.seen - mine.acked >= 16) ack(mine);
     };
-    ws.onclose = (e) => {
-      if (e.code === 4401 && askToken()) return connect();
-      say(e.code === 4401 ? "not allowed: wrong or missing token" : "disconnected; reconnecting…", true);
-      if (e.code !== 4401) setTimeout(connect, (retry = Math.min(retry * 2, 10000)));
+    ws.onclose = () => {
+      if (feed !== mine || mine.closed) return; // replaced, or the room is gone
+      if (mine.opened) reconnect();
+      else refused();
     };
+  }
+  function reconnect() {
+    say("disconnected; reconnecting…", true);
+    setTimeout(connect, (retry = Math.min(retry * 2, 10000)));
+  }
+  // A browser reports a refused upgrade only as code 1006. The feed's URL
+  // asked over plain HTTP passes the same checks: a 401 means the token is
+  // missing or wrong; anything else (426, not a WebSocket: the checks
+  // passed) means the socket failed for another reason, worth retrying.
+  async function refused() {
+    const headers = token ? { authorization: `Bearer ${token}` } : {};
+    const res = await fetch(feedPath, { headers }).catch(() => null);
+    if (res?.status !== 401) return reconnect();
+    if (askToken()) return connect();
+    say("not allowed: wrong or missing token", true);
   }
   // Acknowledges what was shown, so the room can tell a slow watcher.
-  function ack() {
-    if (socket?.readyState !== WebSocket.OPEN) return;
-    socket.send(JSON.stringify({ type: "ack", seq: seen }));
-    acked = seen;
+  function ack(f) {
+    if (f.ws.readyState !== WebSocket.OPEN) return;
+    f.ws.send(JSON.stringify({ type: "ack", seq: f.seen }));
+    f.acked = f.seen;
   }
-  setInterval(() => { if (seen > acked) ack(); }, 250);
-  function askToken() {
-    const given = prompt("This Duet needs its API token:");
-    if (!given) return false;
+  setInterval(() => { if (feed && feed.seen > feed.acked) ack(feed); }, 250);
+  // Asks for the token after a 401: for the first time, or for a new one.
+  function askToken(question = token ? "The API token was refused. Enter the right one:" : "This Duet needs its API token:") {
+    const given = prompt(question);
+    tokenButton.hidden = false;
+    if (!given?.trim()) return false;
     token = given.trim();
     sessionStorage.setItem("duet-token", token);
     return true;
   }
+  // Replaces the token: the socket starts again with the new one.
+  tokenButton.addEventListener("click", () => {
+    if (!askToken("API token:")) return;
+    const old = feed;
+    connect();
+    old?.ws.close();
+  });
   async function post(path, body) {
     const headers = { "content-type": "application/json" };
     if (token) headers.authorization = `Bearer ${token}`;

@@ -25,6 +25,9 @@ pub fn serve(page: &Page) -> worker::Result<Response> {
     headers.set("content-type", content_type)?;
     headers.set("cache-control", "no-cache")?;
     headers.set("x-content-type-options", "nosniff")?;
+    // A room's URL names the room: no link or request from the page passes
+    // it on.
+    headers.set("referrer-policy", "no-referrer")?;
     // The page loads nothing from elsewhere and may be framed by nobody.
     headers.set(
         "content-security-policy",

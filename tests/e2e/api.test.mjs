@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { client, startWorker } from "./support/stack.mjs";
+import { client, startStack, startWorker } from "./support/stack.mjs";
 
 const ROOM = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
 
@@ -117,9 +117,57 @@ describe("routes and errors", () => {
         controller.close();
       },
     });
-    const res = await fetch(`${worker.url}/api/rooms/${ROOM}/sandbox/exec`, { method: "POST", body: chunks, duplex: "half" });
+    const res = await fetch(`${worker.url}/api/rooms/${ROOM}/sandbox/exec`, { method: "POST", body: chunks, duplex: "half", headers: { "content-type": "application/json" } });
     assert.equal(res.status, 413);
     assert.match((await res.json()).error, /too large/);
+  });
+});
+
+describe("cross-site requests", () => {
+  let stack, worker;
+  before(async () => {
+    stack = await startStack();
+    worker = stack.worker;
+  });
+  after(() => stack.stop());
+  const EVIL = "https://evil.example";
+
+  test("JSON routes take only application/json (parameters allowed); anything else is a JSON 415", async () => {
+    const room = `/api/rooms/${ROOM}-type`;
+    for (const [route, body] of [["/message", { text: "hi" }], ["/messages", { text: "hi" }], ["/sandbox/exec", { cmd: "echo hi" }]]) {
+      for (const type of ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx"]) {
+        const res = await worker.api("POST", room + route, body, { "content-type": type });
+        assert.equal(res.status, 415, `${route} ${type}`);
+        assert.match(res.json.error, /Content-Type: application\/json/);
+      }
+      const bare = await fetch(worker.url + room + route, { method: "POST", body: new TextEncoder().encode(JSON.stringify(body)) });
+      assert.equal(bare.status, 415, `${route} without a content type`);
+      const utf8 = await worker.api("POST", room + route, body, { "content-type": "application/json; charset=utf-8" });
+      assert.equal(utf8.status, 200, `${route}: ${utf8.text}`);
+    }
+    const history = await worker.api("GET", `${room}/messages`);
+    assert.equal(history.json.messages.length, 4, "only the JSON messages were taken");
+  });
+
+  test("another site's Origin is a JSON 403 on what changes a room; no Origin or the worker's own is fine", async () => {
+    const room = `/api/rooms/${ROOM}-origin`;
+    const changes = [["POST", "/message", { text: "hi" }], ["POST", "/messages", { text: "hi" }], ["POST", "/sandbox/exec", { cmd: "touch pwned" }], ["DELETE", "", undefined]];
+    for (const [method, route, body] of changes) {
+      for (const origin of [EVIL, "null", `${worker.url}.evil.example`, worker.url.replace("127.0.0.1", "localhost")]) {
+        const res = await worker.api(method, room + route, body, { origin });
+        assert.equal(res.status, 403, `${method} ${route} from ${origin}`);
+        assert.match(res.json.error, /cross-site request refused/);
+      }
+    }
+    const ls = await worker.api("POST", `${room}/sandbox/exec`, { cmd: "ls" });
+    assert.equal(ls.json.result.stdout, "", "the refused command did not run");
+    assert.deepEqual((await worker.api("GET", `${room}/messages`)).json.messages, []);
+    for (const [method, route, body] of changes) {
+      const own = await worker.api(method, room + route, body, { origin: worker.url });
+      assert.equal(own.status, 200, `${method} ${route} from the worker's own page: ${own.text}`);
+    }
+    // Reading changes nothing, and the browser keeps the answer from the other page.
+    assert.equal((await worker.api("GET", `${room}/messages`, undefined, { origin: EVIL })).status, 200);
   });
 });
 

@@ -63,14 +63,14 @@ describe("hostile input", () => {
   });
 
   test("a malformed chunked body is a JSON 400", async () => {
-    const answer = await raw(worker.url, "POST /api/rooms/r1/message HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\nnot a chunk\r\n0\r\n\r\n");
+    const answer = await raw(worker.url, "POST /api/rooms/r1/message HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\nnot a chunk\r\n0\r\n\r\n");
     assert.match(answer, /^HTTP\/1\.1 400 /, answer.slice(0, 200));
     assert.match(answer, /"error":"[^"]+"/);
   });
 
   test("a client that hangs up mid-body is not logged as a server error", async () => {
     const before = worker.logs.length;
-    await raw(worker.url, "POST /api/rooms/hangup/message HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"text\": \"partial", { hangUp: true });
+    await raw(worker.url, "POST /api/rooms/hangup/message HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"text\": \"partial", { hangUp: true });
     await new Promise((resolve) => setTimeout(resolve, 500));
     const lines = worker.logs.slice(before).map((line) => JSON.parse(line)).filter((l) => l.room === "hangup");
     assert.ok(lines.length > 0, "the request is logged");
@@ -81,6 +81,20 @@ describe("hostile input", () => {
     const res = await fetch(`${worker.url}/health`, { method: "HEAD" });
     assert.equal(res.status, 200);
     const wrong = await fetch(`${worker.url}/health`, { method: "POST" });
+    assert.equal(wrong.headers.get("allow"), "GET, HEAD");
+  });
+
+  test("HEAD of the page's parts answers as GET, without the body", async () => {
+    for (const [route, type] of [["/", "text/html"], ["/rooms/r-1", "text/html"], ["/assets/duet.js", "text/javascript"], ["/assets/duet.css", "text/css"]]) {
+      const answer = await raw(worker.url, `HEAD ${route} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const [head, body] = answer.split("\r\n\r\n");
+      assert.match(head, /^HTTP\/1\.1 200 /, `${route}: ${head}`);
+      assert.match(head, new RegExp(`content-type: ${type}`, "i"), route);
+      assert.match(head, /referrer-policy: no-referrer/i, route);
+      assert.equal(body, "", `${route}: no body`);
+    }
+    const wrong = await fetch(`${worker.url}/rooms/r-1`, { method: "POST" });
+    assert.equal(wrong.status, 405);
     assert.equal(wrong.headers.get("allow"), "GET, HEAD");
   });
 

@@ -1,10 +1,13 @@
 // A room's live feed (GET /api/rooms/{id}/live, a WebSocket held by the
 // room's Sandbox object): watchers see the stored history, every message and
 // every command's output as it happens, whoever sent it; the token is asked
-// for; a slow watcher is dropped; a hibernating object loses no watcher.
+// for; a slow watcher is dropped, and so is one that sends too much; a
+// hibernating object loses no watcher; watchers are told when the room is
+// deleted or expires; upgrades that are not the feed's are refused.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, test } from "node:test";
@@ -54,6 +57,31 @@ function watch(base, room, { protocols = ["duet.v1"], ack = true } = {}) {
     },
     close: () => ws.close(),
   };
+}
+
+/** Sends a WebSocket upgrade by hand and answers the status line and the body. */
+function upgrade(base, room, headers) {
+  const { hostname, port } = new URL(base);
+  const lines = [`GET /api/rooms/${room}/live HTTP/1.1`, `Host: ${hostname}:${port}`, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(`${lines.join("\r\n")}\r\n\r\n`));
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk) => {
+      answer += chunk;
+      const end = answer.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const head = answer.slice(0, end);
+      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+      if (head.startsWith("HTTP/1.1 101") || answer.length >= end + 4 + length) {
+        socket.destroy();
+        resolve({ status: Number(head.split(" ")[1]), head, body: answer.slice(end + 4) });
+      }
+    });
+    socket.on("error", reject);
+    socket.setTimeout(10_000, () => socket.destroy(new Error("no answer within 10 s")));
+  });
 }
 
 const ofType = (type) => (events) => events.filter((e) => e.type === type);
@@ -138,6 +166,61 @@ describe("the live feed", () => {
     w.close();
   });
 
+  test("a command sent to the public exec route shows as exec, whatever its query says", async () => {
+    const room = randomUUID();
+    const w = watch(worker.url, room);
+    await w.until(first("hello"));
+    const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec?source=agent`, { cmd: "echo not-the-agent" });
+    assert.equal(res.status, 200, res.text);
+    const command = await w.until(first("command"));
+    assert.deepEqual([command.cmd, command.source], ["echo not-the-agent", "exec"]);
+    w.close();
+  });
+
+  test("a binary frame over 1 KiB is closed with 1009, as a text one; small ones are ignored", async () => {
+    const room = randomUUID();
+    const [small, big, text] = [watch(worker.url, room), watch(worker.url, room), watch(worker.url, room)];
+    await Promise.all([small, big, text].map((w) => w.until(first("hello"))));
+    small.ws.send(new Uint8Array(16));
+    big.ws.send(new Uint8Array(1025));
+    text.ws.send("x".repeat(1025));
+    for (const w of [big, text]) {
+      await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+      if (w.closed()) assert.equal(w.closed().code, 1009);
+    }
+    await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo still" });
+    await small.until((events) => events.find((e) => e.type === "output" && e.data === "still\n"));
+    assert.equal(small.closed(), null);
+    small.close();
+  });
+
+  test("DELETE tells the watchers, then closes them with 4410", async () => {
+    const room = randomUUID();
+    const w = watch(worker.url, room);
+    await w.until(first("hello"));
+    assert.equal((await worker.api("DELETE", `/api/rooms/${room}`)).status, 200);
+    const closed = await w.until(first("closed"));
+    assert.equal(closed.reason, "deleted");
+    assert.equal(closed, w.events.at(-1), "the last event");
+    await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+    if (w.closed()) assert.equal(w.closed().code, 4410);
+  });
+
+  test("an upgrade without duet.v1 is a JSON 400; from another site's page a 403; from the worker's own a 101", async () => {
+    const room = randomUUID();
+    for (const headers of [{}, { "Sec-WebSocket-Protocol": "chat" }]) {
+      const res = await upgrade(worker.url, room, headers);
+      assert.equal(res.status, 400, res.head);
+      assert.match(JSON.parse(res.body).error, /subprotocol duet\.v1/);
+    }
+    const foreign = await upgrade(worker.url, room, { "Sec-WebSocket-Protocol": "duet.v1", Origin: "https://evil.example" });
+    assert.equal(foreign.status, 403, foreign.head);
+    assert.match(JSON.parse(foreign.body).error, /cross-site request refused/);
+    const own = await upgrade(worker.url, room, { "Sec-WebSocket-Protocol": "duet.v1", Origin: worker.url });
+    assert.equal(own.status, 101, own.head);
+    assert.match(own.head, /sec-websocket-protocol: duet\.v1/i);
+  });
+
   test("a watcher that does not keep up is dropped; the others are not", async () => {
     const room = randomUUID();
     const slow = watch(worker.url, room, { ack: false });
@@ -177,6 +260,55 @@ describe("the live feed with a token", () => {
     assert.equal(await allowed.opened, "duet.v1");
     await allowed.until(first("hello"));
     allowed.close();
+  });
+});
+
+// A room forgotten after ROOM_TTL_SECONDS unused tells its watchers, whichever
+// part of it expired: the DuetAgent's history (its clock runs from the last
+// message or history read) or the Sandbox object's files (from the last
+// command).
+describe("the live feed of a room that expires", () => {
+  const TTL_S = 3;
+  let stack, worker;
+  before(async () => {
+    stack = await startStack({ vars: { ROOM_TTL_SECONDS: String(TTL_S) } });
+    worker = stack.worker;
+  });
+  after(() => stack.stop());
+  /** Which objects logged the room's expiry, once one has. */
+  async function expiries(room) {
+    for (let i = 0; i < 50; i++) {
+      const objects = worker.logs.filter((l) => l.includes('"event":"expire"') && l.includes(room)).map((l) => JSON.parse(l).object);
+      if (objects.length) return objects;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return [];
+  }
+
+  test("a room that only chats: its history expires, and the watchers are told", async () => {
+    const room = randomUUID();
+    const w = watch(worker.url, room);
+    await w.until(first("hello"));
+    const closed = await w.until(first("closed"), TTL_S * 1000 + 8_000);
+    assert.equal(closed.reason, "expired");
+    assert.deepEqual(await expiries(room), ["DuetAgent"]);
+    await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+  });
+
+  test("a room whose files expire while its history is in use: the watchers are told", async () => {
+    const room = randomUUID();
+    assert.equal((await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "true" })).status, 200);
+    const w = watch(worker.url, room);
+    await w.until(first("hello"));
+    // Reading the history keeps the DuetAgent's part of the room alive.
+    const reads = setInterval(() => worker.api("GET", `/api/rooms/${room}/messages`), 500);
+    try {
+      const closed = await w.until(first("closed"), TTL_S * 1000 + 8_000);
+      assert.equal(closed.reason, "expired");
+      assert.deepEqual(await expiries(room), ["Sandbox"]);
+    } finally {
+      clearInterval(reads);
+    }
   });
 });
 

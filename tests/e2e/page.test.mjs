@@ -1,20 +1,42 @@
 // The web page in a real browser (Debian's Chromium, driven by
 // playwright-core): two people in one room; one sends a message and runs a
 // command that prints a line a second; the other sees the message, and each
-// line as it is printed, not all at the end.
+// line as it is printed, not all at the end. A page that reconnects misses
+// nothing after it; one that needs the token asks for it, and for a new one
+// when it is wrong; a deleted room says so; and a page on another origin can
+// neither run a command nor watch.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { chromium } from "playwright-core";
 
-import { ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { freePort, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // As a sandboxed machine runs it: no GPU, no network but loopback, no setuid sandbox as root.
 const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+/** Records the page's sockets: how many events each received, and how it closed. */
+function recordSockets() {
+  const Native = WebSocket;
+  window.sockets = [];
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      const record = { socket: this, events: 0, opened: false, closes: [] };
+      window.sockets.push(record);
+      this.addEventListener("open", () => (record.opened = true));
+      this.addEventListener("message", () => record.events++);
+      this.addEventListener("close", (e) => record.closes.push(e.code));
+    }
+  };
+}
+const sockets = (page) => page.evaluate(() => window.sockets.map(({ events, opened, closes }) => ({ events, opened, closes })));
+const statusIs = (page, text) => page.waitForFunction((t) => document.getElementById("status").textContent === t, text);
 
 describe("the web page", () => {
   let sandboxd, worker, browser;
@@ -31,6 +53,7 @@ describe("the web page", () => {
 
   async function open(room, name) {
     const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
+    await context.addInitScript(recordSockets);
     const page = await context.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
@@ -86,5 +109,151 @@ describe("the web page", () => {
     await page.focus("#text");
     await page.keyboard.press("Tab");
     assert.equal(await page.evaluate(() => document.activeElement.textContent), "Send");
+  });
+
+  test("after a reconnect the page acknowledges again and misses nothing", async () => {
+    const room = randomUUID();
+    const { page, errors } = await open(room, "ana");
+    // Three events per command (command, output, command_end): more than the
+    // 256 a watcher may leave unacknowledged, before and after the reconnect.
+    const COMMANDS = 100;
+    const run = async (tag) => {
+      for (let i = 1; i <= COMMANDS; i++) {
+        const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: `echo ${tag}-${i}` });
+        assert.equal(res.status, 200, res.text);
+      }
+      await page.waitForFunction((last) => document.getElementById("term").textContent.includes(`${last}\n[exit 0]`), `${tag}-${COMMANDS}`, { timeout: 10_000 });
+    };
+    const shown = (tag) => page.evaluate((t) => document.getElementById("term").textContent.split("\n").filter((l) => l.startsWith(`${t}-`)), tag);
+    const all = (tag) => Array.from({ length: COMMANDS }, (_, i) => `${tag}-${i + 1}`);
+    await run("before");
+    assert.deepEqual(await shown("before"), all("before"));
+    const [first] = await sockets(page);
+    assert.ok(first.events > 3 * COMMANDS, `${first.events} events on the first socket`);
+
+    await page.evaluate(() => window.sockets[0].socket.close());
+    await page.waitForFunction(() => window.sockets.length === 2 && window.sockets[1].opened);
+    await statusIs(page, "live");
+    await run("after");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(await shown("after"), all("after"), "every command after the reconnect");
+    const [, second, ...more] = await sockets(page);
+    assert.ok(second.events > 3 * COMMANDS, `${second.events} events on the second socket`);
+    assert.deepEqual(second.closes, [], "not dropped as too slow (4008)");
+    assert.deepEqual(more, [], "no further reconnect");
+    assert.deepEqual(errors, []);
+  });
+
+  test("a deleted room says so on the page, which stops reconnecting", async () => {
+    const room = randomUUID();
+    const { page } = await open(room, "ana");
+    assert.equal((await worker.api("DELETE", `/api/rooms/${room}`)).status, 200);
+    await page.waitForFunction(() => document.getElementById("status").textContent.includes("the room was deleted"));
+    assert.match(await page.textContent("#chat"), /the room was deleted: its history and files are gone/);
+    await page.waitForFunction(() => window.sockets[0].closes.length === 1, null, { timeout: 10_000 });
+    assert.deepEqual((await sockets(page))[0].closes, [4410]);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal((await sockets(page)).length, 1, "no reconnect to a deleted room");
+  });
+
+  test("the page's responses keep their security headers and send no referrer", async () => {
+    for (const route of ["/", "/rooms/r-1", "/assets/duet.js", "/assets/duet.css"]) {
+      const res = await fetch(worker.url + route);
+      assert.equal(res.headers.get("referrer-policy"), "no-referrer", route);
+      assert.equal(res.headers.get("x-content-type-options"), "nosniff", route);
+      assert.match(res.headers.get("content-security-policy"), /frame-ancestors 'none'/, route);
+    }
+  });
+
+  test("a page on another origin can neither run a command nor watch the room", async () => {
+    const room = randomUUID();
+    const target = `${worker.url}/api/rooms/${room}`;
+    // The attack of a cross-site page: a "simple" POST (text/plain, no
+    // preflight) and a WebSocket, both of which browsers send to any origin.
+    const attack = `<!doctype html><script>
+      window.result = (async () => {
+        const post = (route, body) => fetch(${JSON.stringify(target)} + route, { method: "POST", mode: "no-cors", body }).then(() => "sent", String);
+        const sent = [await post("/sandbox/exec", '{"cmd": "touch pwned-exec"}'), await post("/message", '{"text": "raw <run>touch pwned-run</run>"}')];
+        const watched = await new Promise((resolve) => {
+          const ws = new WebSocket(${JSON.stringify(`${target.replace(/^http/, "ws")}/live`)}, ["duet.v1"]);
+          ws.onopen = () => resolve("opened");
+          ws.onclose = (e) => resolve("refused " + e.code);
+        });
+        return { sent, watched };
+      })();
+    </script>`;
+    const port = await freePort();
+    const other = http.createServer((req, res) => res.writeHead(200, { "content-type": "text/html" }).end(attack));
+    await new Promise((resolve) => other.listen(port, "127.0.0.1", resolve));
+    try {
+      assert.equal((await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo mine > kept" })).status, 200);
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${port}/`);
+      const result = await page.evaluate(() => window.result);
+      await context.close();
+      assert.deepEqual(result, { sent: ["sent", "sent"], watched: "refused 1006" });
+      const ls = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ls" });
+      assert.equal(ls.json.result.stdout, "kept\n", "no command of the other page ran");
+      assert.deepEqual((await worker.api("GET", `/api/rooms/${room}/messages`)).json.messages, []);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+});
+
+describe("the web page with DUET_API_TOKEN", () => {
+  const TOKEN = "page-t0ken";
+  let worker, browser;
+  before(async () => {
+    worker = await startWorker({ vars: { DUET_API_TOKEN: TOKEN } });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+  });
+  after(async () => {
+    await browser?.close();
+    await worker?.stop();
+  });
+
+  /** A page whose prompts `answer(message)` answers (undefined: dismissed); `stored` is a token already in the tab. */
+  async function open(answer, stored) {
+    const context = await browser.newContext();
+    await context.addInitScript(recordSockets);
+    if (stored) await context.addInitScript((t) => sessionStorage.getItem("duet-token") || sessionStorage.setItem("duet-token", t), stored);
+    const page = await context.newPage();
+    const prompts = [];
+    page.on("dialog", async (dialog) => {
+      prompts.push(dialog.message());
+      const given = answer(dialog.message(), prompts.length);
+      await (given === undefined ? dialog.dismiss() : dialog.accept(given));
+    });
+    await page.goto(`${worker.url}/rooms/${randomUUID()}`);
+    return { page, prompts };
+  }
+
+  test("the page asks for the token when the worker refuses it, and is then let in", async () => {
+    const { page, prompts } = await open(() => TOKEN);
+    await statusIs(page, "live");
+    assert.deepEqual(prompts, ["This Duet needs its API token:"]);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("duet-token")), TOKEN);
+    const socketsSeen = await sockets(page);
+    assert.deepEqual(socketsSeen.map((s) => s.opened), [false, true], "refused once, then let in");
+  });
+
+  test("a wrong stored token is not retried silently: the page asks for a new one", async () => {
+    const { page, prompts } = await open(() => TOKEN, "wrong-token");
+    await statusIs(page, "live");
+    assert.deepEqual(prompts, ["The API token was refused. Enter the right one:"]);
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("duet-token")), TOKEN, "the wrong token is replaced");
+  });
+
+  test("a dismissed prompt stops the retries; the token button tries again", async () => {
+    const { page, prompts } = await open((_, n) => (n === 1 ? undefined : TOKEN), "wrong-token");
+    await statusIs(page, "not allowed: wrong or missing token");
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    assert.equal((await sockets(page)).length, 1, "no retry with the wrong token");
+    assert.equal(prompts.length, 1);
+    await page.getByRole("button", { name: "API token…" }).click();
+    await statusIs(page, "live");
+    assert.deepEqual(prompts, ["The API token was refused. Enter the right one:", "API token:"]);
   });
 });

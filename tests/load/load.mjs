@@ -25,7 +25,8 @@ const failures = [];
 
 async function call(url, kind, method, body) {
   const started = performance.now();
-  const res = await fetch(url, { method, body: body && JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+  const headers = body ? { "content-type": "application/json" } : {};
+  const res = await fetch(url, { method, headers, body: body && JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
   const json = await res.json();
   timings[kind].push(performance.now() - started);
   if (res.status !== 200) failures.push(`${kind} ${url}: ${res.status} ${json.error}`);

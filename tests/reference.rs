@@ -47,6 +47,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         COLD_START_ALLOWANCE_MS,
         EXEC_ANSWER_MS,
         SANDBOX_IDLE_SECONDS,
+        INACTIVITY_MARGIN_SECONDS,
         ROOM_TTL_SECONDS,
         SANDBOX_ARCHIVE_MAX_BYTES,
         MAX_WATCHERS,

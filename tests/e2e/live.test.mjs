@@ -301,13 +301,16 @@ describe("the live feed of a room that expires", () => {
     const w = watch(worker.url, room);
     await w.until(first("hello"));
     // Reading the history keeps the DuetAgent's part of the room alive.
-    const reads = setInterval(() => worker.api("GET", `/api/rooms/${room}/messages`), 500);
+    const pending = [];
+    const reads = setInterval(() => pending.push(worker.api("GET", `/api/rooms/${room}/messages`)), 500);
     try {
       const closed = await w.until(first("closed"), TTL_S * 1000 + 8_000);
       assert.equal(closed.reason, "expired");
       assert.deepEqual(await expiries(room), ["Sandbox"]);
     } finally {
       clearInterval(reads);
+      // None may still be in flight when the worker stops.
+      for (const read of await Promise.allSettled(pending)) assert.equal(read.status, "fulfilled", String(read.reason));
     }
   });
 });

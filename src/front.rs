@@ -8,13 +8,13 @@
 use worker::wasm_bindgen::JsCast;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::{web_sys, DurableObject};
-use worker::{Env, Stub};
+use worker::Env;
 
 use crate::api::route::{self, Action, Route};
 use crate::api::{auth, cross_site, live, ApiError};
 use crate::runtime::log::{self, RequestLog};
 use crate::runtime::{body, clock, config, respond};
-use crate::web;
+use crate::{room, web};
 
 pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
     let started = clock::now_ms();
@@ -87,22 +87,11 @@ async fn dispatch(
         let protocols = header_of(&req, "sec-websocket-protocol")?;
         live::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
     }
-    let stub = room_object(env, &room, action)?.into_rpc::<DurableObject>();
+    let stub = room::calls::serving(env, &room, action)?.into_rpc::<DurableObject>();
     let answer = JsFuture::from(stub.fetch_with_request(&req)?).await?;
     Ok(answer.unchecked_into())
 }
 
 fn header_of(req: &web_sys::Request, name: &str) -> Result<Option<String>, ApiError> {
     Ok(req.headers().get(name)?)
-}
-
-/// The object that serves `action` for `room`.
-fn room_object(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
-    Ok(match action {
-        // The Sandbox object holds the live feed (see `sandbox::feed`).
-        Action::Exec | Action::KeptArchive | Action::Live => {
-            crate::sandbox::sandbox_stub(env, room)?
-        }
-        _ => crate::agent::agent_stub(env, room)?,
-    })
 }

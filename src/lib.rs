@@ -3,7 +3,20 @@
 //! and history) or [`sandbox::Sandbox`] (the room's shell, run by sandboxd in
 //! a container).
 //!
+//! The folders are floors, each using only those below it:
+//!
+//! ```text
+//! front                      the Worker: token, origin, routing, hand-off
+//! agent   sandbox            the two Durable Objects of a room
+//! room    chat   ai   web    the room layer both objects share; what the
+//!                            model is told and how it is asked; the page
+//! api     runtime   text     the public contract as data; runtime glue
+//! ```
+//!
 //! - [`api`]: the public API as plain data: routes, limits, wire types, errors;
+//! - [`room`]: what a room's two objects share: the calls between them and
+//!   the room's clock; `sandbox` knows nothing of `agent` or `chat`, and
+//!   `agent` reaches the Sandbox object only through `room`;
 //! - [`chat`]: what the model is told, and its `<run>` tags;
 //! - [`ai`]: the model backends;
 //! - [`runtime`]: glue to the Workers runtime.
@@ -22,6 +35,7 @@ pub mod ai;
 pub mod api;
 pub mod chat;
 pub mod front;
+pub mod room;
 pub mod runtime;
 pub mod sandbox;
 pub mod text;

@@ -650,7 +650,7 @@ async function runCommand(sandbox, room, cmd, deadline) {
   if (why) return { failed: `command ${why}` };
   const left = Math.max(0, deadline - Date.now());
   const timeoutMs = Math.min(Math.max(0, left - SANDBOXD_MARGIN_MS), EXEC_DEFAULT_TIMEOUT_MS);
-  if (timeoutMs <= 0) return { failed: "not run: the reply's time budget is spent" };
+  if (timeoutMs <= 0) return { failed: "not run: the exchange's time budget is spent" };
   const outcome = await within(left, execThrough(sandbox, room, { cmd, timeoutMs }));
   return outcome === TIMED_OUT ? { failed: `the sandbox did not answer within ${left} ms` } : outcome;
 }

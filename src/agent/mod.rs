@@ -4,57 +4,37 @@
 //! exchange's time budget. An exchange is stored as one user message and one
 //! agent message once it is over.
 //!
-//! Cleanup is final: each cleanup starts a new epoch, and an exchange that
-//! began in an earlier one runs no further command and stores nothing (it
-//! answers 409), so nothing from before a `DELETE` reappears after it. An
-//! exchange in flight keeps the object in memory, so the epoch need not be
-//! stored.
+//! Cleanup is final: each cleanup starts a new epoch of the room's clock
+//! (`room::clock`), and an exchange that began in an earlier one runs no
+//! further command and stores nothing (it answers 409), so nothing from
+//! before a `DELETE` reappears after it.
 
 mod exchange;
 mod store;
 
-use std::cell::Cell;
-use std::time::Duration;
-
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::worker_sys::DurableObjectState;
-use worker::{web_sys, Env, Method, Response, State};
+use worker::{web_sys, Env, Response, State};
 
-use crate::api::limits::ROOM_TTL_SECONDS;
 use crate::api::live::Event;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
     CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
-use crate::runtime::internal;
-use crate::runtime::log::{self, LifecycleLog};
-use crate::runtime::{bindings, body, clock, config, respond};
-use crate::sandbox::lifecycle::write_due;
-use crate::sandbox::{sandbox_stub, SandboxStub};
+use crate::room::calls::SandboxObject;
+use crate::room::clock::{RoomClock, Timing};
+use crate::room::{calls, Asked, Call};
+use crate::runtime::{body, clock, log, respond};
 use store::Store;
-
-/// The DuetAgent object of a room.
-pub fn agent_stub(env: &Env, room: &str) -> worker::Result<worker::Stub> {
-    bindings::durable_objects(env, "DUET_AGENT")?.get_by_name(room)
-}
-
-/// How long a room lives after its last use.
-fn room_ttl_ms(env: &Env) -> u64 {
-    config::seconds_as_ms(env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS)
-}
 
 #[wasm_bindgen]
 pub struct DuetAgent {
     state: State,
     store: Store,
     env: Env,
-    /// Cleanups so far (see the module docs).
-    epoch: Cell<u64>,
-    /// When this instance last wrote the room's last use.
-    touched: Cell<Option<u64>>,
-    /// This instance has set the expiry alarm.
-    alarm_set: Cell<bool>,
+    timing: Timing,
+    clock: RoomClock,
 }
 
 /// The runtime's entry points (by hand: see the crate docs).
@@ -67,10 +47,9 @@ impl DuetAgent {
         Self {
             state,
             store,
+            timing: Timing::of(&env),
             env,
-            epoch: Cell::new(0),
-            touched: Cell::new(None),
-            alarm_set: Cell::new(false),
+            clock: RoomClock::default(),
         }
     }
 
@@ -91,63 +70,51 @@ impl DuetAgent {
         let Some((room, last_used)) = self.store.last_use()? else {
             return Ok(());
         };
-        let expires = last_used.saturating_add(room_ttl_ms(&self.env));
+        let expires = last_used.saturating_add(self.timing.ttl_ms);
         let now = clock::now_ms();
         if now < expires {
-            self.state
-                .storage()
-                .set_alarm(Duration::from_millis(expires - now))
-                .await?;
-            self.alarm_set.set(true);
-            return Ok(());
+            return self.clock.alarm_at(&self.state.storage(), expires).await;
         }
-        self.alarm_set.set(false);
-        self.epoch.set(self.epoch.get() + 1);
+        self.clock.forget();
         self.store.clear()?;
-        self.touched.set(None);
         if self.store.watching()? {
             // What the watchers show is gone: the feed tells them and closes.
-            self.to_feed(&room, Action::HistoryExpired, None).await;
+            if let Ok(sandbox) = SandboxObject::of(&self.env, &room) {
+                sandbox.history_expired().await;
+            }
         }
-        log::emit(&LifecycleLog {
-            event: "expire",
-            object: "DuetAgent",
-            room: &room,
-            bytes: None,
-            duration_ms: clock::now_ms() - now,
-            note: None,
-        });
+        log::lifecycle("expire", "DuetAgent", &room, now, None, None);
         Ok(())
     }
 
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
-        let (room, action) = route::room(&req.method(), route::path_of(url))?;
-        if matches!(action, Action::SendMessage | Action::History) {
-            self.touch(&room).await?;
-        }
-        match action {
-            Action::SendMessage => {
+        let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
+        match asked {
+            Asked::Public(Action::SendMessage) => {
+                self.touch(&room).await?;
                 let request = validate::message_request(&body::read(req).await?)?;
                 self.send(&room, request).await
             }
-            Action::History => Ok(respond::json(
-                200,
-                &HistoryResponse {
-                    messages: &self.store.recent()?,
-                },
-            )?),
-            Action::Cleanup => self.cleanup(&room).await,
-            Action::Watching => {
+            // A new watcher's history counts as a use, as a read of it does.
+            Asked::Public(Action::History) | Asked::Call(Call::History) => {
+                self.touch(&room).await?;
+                Ok(respond::json(
+                    200,
+                    &HistoryResponse {
+                        messages: &self.store.recent()?,
+                    },
+                )?)
+            }
+            Asked::Public(Action::Cleanup) => self.cleanup(&room).await,
+            Asked::Call(Call::Watching) => {
                 let on = body::read(req).await? == b"true";
                 self.store.set_watching(on)?;
                 Ok(Response::empty()?)
             }
-            Action::Exec
-            | Action::KeptArchive
-            | Action::Live
-            | Action::Publish
-            | Action::AgentExec
-            | Action::HistoryExpired => Err(ApiError::NotFound),
+            Asked::Public(Action::Exec | Action::KeptArchive | Action::Live)
+            | Asked::Call(Call::AgentExec | Call::Publish | Call::HistoryExpired | Call::Destroy) => {
+                Err(ApiError::NotFound)
+            }
         }
     }
 
@@ -191,11 +158,11 @@ impl DuetAgent {
     /// Runs the exchange for `user` and stores it; answers the agent's
     /// message.
     async fn exchange(&self, room: &str, user: &Message) -> Result<Message, ApiError> {
-        let epoch = self.epoch.get();
+        let epoch = self.clock.epoch();
         let history = self.store.recent()?;
         let started = user.ts as u64;
         let done = exchange::run(&self.env, room, &history, &user.text, started, || {
-            self.still_current(epoch)
+            self.clock.still_current(epoch)
         })
         .await?;
         let reply = done.reply();
@@ -205,7 +172,7 @@ impl DuetAgent {
                 "the model's answer had no text (only empty <run> tags)".into(),
             ));
         }
-        self.still_current(epoch)?;
+        self.clock.still_current(epoch)?;
         let agent = Message {
             role: Role::Agent,
             user_id: None,
@@ -216,60 +183,29 @@ impl DuetAgent {
         Ok(agent)
     }
 
-    /// Sends an event to the room's live feed.
+    /// Sends an event to the room's live feed, if it can be reached.
     async fn publish(&self, room: &str, event: &Event<'_>) {
-        let event = event.to_json();
-        self.to_feed(room, Action::Publish, Some(event.as_bytes()))
-            .await;
+        if let Ok(sandbox) = SandboxObject::of(&self.env, room) {
+            sandbox.publish(event).await;
+        }
     }
 
-    /// An internal request to the room's live feed. A feed that cannot be
-    /// reached costs the caller nothing but the request.
-    async fn to_feed(&self, room: &str, action: Action, body: Option<&[u8]>) {
-        let Ok(feed) = sandbox_stub(&self.env, room) else {
-            return;
-        };
-        let path = route::internal_path(room, action);
-        let _ = internal::send(&feed, Method::Post, &path, body).await;
-    }
-
-    /// Records a use of the room and sets its expiry alarm from it.
-    /// The room's last use is written at most once per tenth of its time to
-    /// live (and at least once a minute), and the alarm set once per object
-    /// instance: when it fires early it is set again from the last use. So a
-    /// busy room pays for neither on most requests.
+    /// Records a use of the room and sets its expiry alarm from it (see
+    /// `room::clock` for how seldom a busy room pays for either).
     async fn touch(&self, room: &str) -> Result<(), ApiError> {
         let now = clock::now_ms();
-        let ttl = room_ttl_ms(&self.env);
-        if write_due(self.touched.get(), now, ttl) {
+        if self.clock.use_due(now, self.timing.ttl_ms) {
             self.store.touch(room, now)?;
-            self.touched.set(Some(now));
         }
-        if !self.alarm_set.replace(true) {
-            self.state
-                .storage()
-                .set_alarm(Duration::from_millis(ttl))
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// Fails once a cleanup has begun since `epoch`.
-    fn still_current(&self, epoch: u64) -> Result<(), ApiError> {
-        match self.epoch.get() == epoch {
-            true => Ok(()),
-            false => Err(ApiError::CleanedUp),
-        }
+        let expiry = || now + self.timing.ttl_ms;
+        Ok(self.clock.alarm_once(&self.state.storage(), expiry).await?)
     }
 
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
-        self.epoch.set(self.epoch.get() + 1);
+        self.clock.forget();
         self.store.clear()?;
-        self.touched.set(None);
-        self.alarm_set.set(false);
         self.state.storage().delete_alarm().await?;
-        let errors: Vec<String> = match SandboxStub::for_room(&self.env, room)?.destroy(room).await
-        {
+        let errors: Vec<String> = match SandboxObject::of(&self.env, room)?.destroy().await {
             Ok(()) => vec![],
             Err(e) => vec![format!("sandbox: {e}")],
         };

@@ -1,12 +1,6 @@
 //! Which endpoint a method and path name. Shared by the Worker, which uses it
-//! to pick a Durable Object, and by the objects, which use it to pick a handler.
-//!
-//! The objects also take internal routes, under `/internal/rooms/`, by which
-//! the DuetAgent runs the commands of `<run>` tags, feeds the room's live
-//! feed (held by the Sandbox object), tells it the history expired, and
-//! learns whether anyone watches. The Worker never routes them: from outside
-//! they are unknown paths, so nobody outside can pass a command off as the
-//! agent's.
+//! to pick a Durable Object, and by the objects, which use it to pick a handler
+//! (they also take the calls of `room::calls`, which are not public).
 
 use super::error::ApiError;
 use super::limits::MAX_ROOM_ID_CHARS;
@@ -22,23 +16,7 @@ pub enum Action {
     Cleanup,
     /// The live feed (a WebSocket).
     Live,
-    /// Internal: an event for the live feed.
-    Publish,
-    /// Internal: whether the live feed has watchers.
-    Watching,
-    /// Internal: a command of the agent's (from a `<run>` tag).
-    AgentExec,
-    /// Internal: the room's history expired; the live feed closes.
-    HistoryExpired,
 }
-
-/// The internal routes: path tail, method, action.
-const INTERNAL: [(&str, &str, Action); 4] = [
-    ("publish", "POST", Action::Publish),
-    ("watching", "PUT", Action::Watching),
-    ("exec", "POST", Action::AgentExec),
-    ("expired", "POST", Action::HistoryExpired),
-];
 
 /// The web page's parts.
 #[derive(Debug, PartialEq, Eq)]
@@ -81,10 +59,6 @@ impl Action {
             Self::KeptArchive => "archive",
             Self::Cleanup => "cleanup",
             Self::Live => "live",
-            Self::Publish => "publish",
-            Self::Watching => "watching",
-            Self::AgentExec => "agent_exec",
-            Self::HistoryExpired => "history_expired",
         }
     }
 }
@@ -154,32 +128,6 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         room: room_id(raw_room)?,
         action,
     })
-}
-
-/// A room's route, as the Durable Objects receive them: the public ones, and
-/// the internal ones no outside request can reach.
-pub fn room(method: &str, path: &str) -> Result<(String, Action), ApiError> {
-    if let Some(rest) = path.strip_prefix("/internal/rooms/") {
-        let (raw_room, tail) = rest.split_once('/').ok_or(ApiError::NotFound)?;
-        let (_, _, action) = INTERNAL
-            .into_iter()
-            .find(|&(t, m, _)| (t, m) == (tail, method))
-            .ok_or(ApiError::NotFound)?;
-        return Ok((room_id(raw_room)?, action));
-    }
-    match parse(method, path)? {
-        Route::Room { room, action } => Ok((room, action)),
-        Route::Health | Route::Page(_) => Err(ApiError::NotFound),
-    }
-}
-
-/// The path of an internal `action` of `room`.
-pub fn internal_path(room: &str, action: Action) -> String {
-    let (tail, _, _) = INTERNAL
-        .into_iter()
-        .find(|&(_, _, a)| a == action)
-        .expect("an internal action");
-    format!("/internal/rooms/{room}/{tail}")
 }
 
 fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), ApiError> {
@@ -331,34 +279,6 @@ mod tests {
             ("r1".into(), Action::Live)
         );
         assert_eq!(status("POST", "/api/rooms/r1/live"), 405);
-    }
-
-    #[test]
-    fn internal_routes_are_for_objects_only() {
-        for (_, method, action) in INTERNAL {
-            let path = internal_path("r1", action);
-            assert_eq!(super::room(method, &path).unwrap(), ("r1".into(), action));
-            assert_eq!(
-                status(method, &path),
-                404,
-                "the Worker does not route {path}"
-            );
-        }
-        assert_eq!(
-            super::room("GET", "/internal/rooms/r1/publish")
-                .unwrap_err()
-                .status(),
-            404
-        );
-    }
-
-    #[test]
-    fn objects_see_only_room_routes() {
-        assert_eq!(
-            super::room("GET", "/api/rooms/r1/messages").unwrap(),
-            ("r1".to_owned(), Action::History)
-        );
-        assert_eq!(super::room("GET", "/health").unwrap_err().status(), 404);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! How the reply's time budget is shared out: a `<run>` command gets what is
+//! How the exchange's time budget is shared out: a `<run>` command gets what is
 //! left of it, less the margin its call to sandboxd may take, and never more
 //! than a command's default time limit; a follow-up model call is made only
 //! when what is left holds it and one command after it.

@@ -1,6 +1,5 @@
-//! Requests between this Worker's own parts (the front door, DuetAgent and
-//! Sandbox objects). They reuse the public paths and add internal ones (see
-//! `api::route`), so one router serves all.
+//! The one way a request is sent from one of this Worker's objects to
+//! another: which calls there are and their paths are `room::calls`'s.
 
 use worker::{js_sys, Method, Response, Stub};
 

@@ -29,18 +29,37 @@ pub struct ObjectFailure<'a> {
 
 /// A room's sandbox went to sleep, woke, or the room expired.
 #[derive(Serialize)]
-pub struct LifecycleLog<'a> {
-    pub event: &'static str,
-    pub object: &'static str,
-    pub room: &'a str,
+struct LifecycleLog<'a> {
+    event: &'static str,
+    object: &'static str,
+    room: &'a str,
     /// Archive bytes saved (sleep) or restored (wake).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
+    bytes: Option<u64>,
     #[serde(rename = "durationMs")]
-    pub duration_ms: u64,
+    duration_ms: u64,
     /// Why the files were not kept, or what failed.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    note: Option<String>,
+}
+
+/// Writes the lifecycle line of `event` for `room`, begun at `started`.
+pub fn lifecycle(
+    event: &'static str,
+    object: &'static str,
+    room: &str,
+    started: u64,
+    bytes: Option<u64>,
+    note: Option<String>,
+) {
+    emit(&LifecycleLog {
+        event,
+        object,
+        room,
+        bytes,
+        duration_ms: super::clock::now_ms().saturating_sub(started),
+        note,
+    });
 }
 
 /// Writes one line.

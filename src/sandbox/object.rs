@@ -1,7 +1,7 @@
 //! The Sandbox Durable Object. The shell and the files live in sandboxd; the
 //! object validates commands, finds sandboxd (its container, or
 //! `SANDBOX_URL` where there is none), bounds every call, and keeps the
-//! room's lifecycle (see `lifecycle`) with one alarm:
+//! room's lifetime (see `room::clock`) with one alarm:
 //!
 //! - after `SANDBOX_IDLE_SECONDS` without a command the sandbox sleeps: its
 //!   workspace is saved as an archive in the object's storage (`saved`) and
@@ -36,22 +36,22 @@ use std::time::Duration;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::worker_sys::DurableObjectState;
-use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
+use worker::{web_sys, Delay, Env, Response, State, WebSocket};
 
+use super::deadline::{command_limit, exec_deadline};
 use super::feed::Feed;
-use super::lifecycle::{command_limit, exec_deadline, Due, Timing};
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
-use crate::agent::agent_stub;
-use crate::api::limits::{
-    RESTORE_MS, ROOM_TTL_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES, SANDBOX_IDLE_SECONDS,
-};
+use crate::api::limits::{RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
-use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse, HistoryResponse, Message};
+use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
 use crate::api::{validate, ApiError};
-use crate::runtime::log::{self, LifecycleLog, ObjectFailure};
-use crate::runtime::{body, clock, config, internal, respond};
+use crate::room::calls::AgentObject;
+use crate::room::clock::{Due, RoomClock, Timing};
+use crate::room::{calls, Asked, Call};
+use crate::runtime::log::{self, ObjectFailure};
+use crate::runtime::{body, clock, config, respond};
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
@@ -66,15 +66,13 @@ pub struct Sandbox {
     env: Env,
     saved: Saved,
     container: Rc<ContainerState>,
-    /// Cleanups so far.
-    epoch: Cell<u64>,
+    timing: Timing,
+    clock: RoomClock,
     /// A sleep is saving the workspace or stopping the sandbox.
     sleeping: Cell<bool>,
     /// A command is restoring the saved workspace; others wait for it.
     waking: Cell<bool>,
     feed: Feed,
-    /// This instance has set the lifecycle alarm.
-    alarm_set: Cell<bool>,
 }
 
 /// Sets a flag for as long as it lives, however the work it guards ends.
@@ -112,14 +110,14 @@ impl Sandbox {
         let saved = Saved::open(state.storage().sql()).expect("the sandbox tables can be created");
         Self {
             state,
-            env,
             saved,
             container: Rc::default(),
-            epoch: Cell::new(0),
+            timing: Timing::of(&env),
+            clock: RoomClock::default(),
             sleeping: Cell::new(false),
             waking: Cell::new(false),
             feed: Feed::default(),
-            alarm_set: Cell::new(false),
+            env,
         }
     }
 
@@ -194,30 +192,32 @@ impl Sandbox {
             .filter(|other| other.as_ref() != ws.as_ref())
             .count();
         if let (0, Some(room)) = (others, room) {
-            self.tell_watching(&room, false).await;
+            if let Ok(agent) = AgentObject::of(&self.env, &room) {
+                agent.set_watching(false).await;
+            }
         }
     }
 
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
         let arrived = clock::now_ms();
-        let epoch = self.epoch.get();
-        let (room, action) = route::room(&req.method(), route::path_of(url))?;
+        let epoch = self.clock.epoch();
+        let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
         let name = sandbox_name(&room);
-        match action {
-            Action::Exec | Action::AgentExec => {
-                let source = match action {
-                    Action::AgentExec => Source::Agent,
+        match asked {
+            Asked::Public(Action::Exec) | Asked::Call(Call::AgentExec) => {
+                let source = match asked {
+                    Asked::Call(Call::AgentExec) => Source::Agent,
                     _ => Source::Exec,
                 };
                 let request = validate::exec_request(&body::read(req).await?)?;
                 self.touch(&room, arrived).await?;
                 let watched = self.feed.watchers(&self.state) > 0;
-                let id =
+                let feed_id =
                     watched.then(|| self.feed.command_started(&self.state, &request.cmd, source));
                 let result = self
-                    .exec(&room, &name, request, arrived, epoch, id.as_deref())
+                    .exec(&room, &name, request, arrived, epoch, feed_id.as_deref())
                     .await;
-                if let Some(id) = &id {
+                if let Some(id) = &feed_id {
                     self.feed
                         .command_ended(&self.state, id, result.as_ref().map(|raw| raw.get()));
                 }
@@ -230,45 +230,43 @@ impl Sandbox {
                     },
                 )?)
             }
-            Action::Cleanup => {
+            Asked::Call(Call::Destroy) => {
                 self.feed.close(&self.state, CloseReason::Deleted);
-                self.epoch.set(self.epoch.get() + 1);
+                self.clock.forget();
                 self.sandboxd()?.destroy(&name).await?;
                 self.saved.forget()?;
-                self.alarm_set.set(false);
                 self.state.storage().delete_alarm().await?;
                 Ok(respond::json(
                     200,
                     &serde_json::json!({ "destroyed": true }),
                 )?)
             }
-            Action::KeptArchive => self.kept_archive(&room),
-            Action::Live => self.watch(&room).await,
-            Action::Publish => {
+            Asked::Public(Action::KeptArchive) => self.kept_archive(&room),
+            Asked::Public(Action::Live) => self.join(&room).await,
+            Asked::Call(Call::Publish) => {
                 let event = String::from_utf8(body::read(req).await?)
                     .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
                 self.feed.broadcast(&self.state, &event);
                 Ok(Response::empty()?)
             }
-            Action::HistoryExpired => {
+            Asked::Call(Call::HistoryExpired) => {
                 self.feed.close(&self.state, CloseReason::Expired);
                 Ok(Response::empty()?)
             }
-            Action::SendMessage | Action::History | Action::Watching => Err(ApiError::NotFound),
+            Asked::Public(Action::SendMessage | Action::History | Action::Cleanup)
+            | Asked::Call(Call::History | Call::Watching) => Err(ApiError::NotFound),
         }
     }
 
     /// Accepts a watcher of the room's live feed: the socket, then the stored
     /// history (asked of the DuetAgent), then every event as it happens.
-    async fn watch(&self, room: &str) -> Result<Response, ApiError> {
-        let history_path = format!("/api/rooms/{room}/messages");
-        let agent = agent_stub(&self.env, room)?;
-        let mut answer = internal::send(&agent, Method::Get, &history_path, None).await?;
-        let history: HistoryResponse<Vec<Message>> = answer.json().await?;
+    async fn join(&self, room: &str) -> Result<Response, ApiError> {
+        let agent = AgentObject::of(&self.env, room)?;
+        let history = agent.history().await?;
         let first = self.feed.watchers(&self.state) == 0;
-        let client = self.feed.accept(&self.state, room, &history.messages)?;
+        let client = self.feed.accept(&self.state, room, &history)?;
         if first {
-            self.tell_watching(room, true).await;
+            agent.set_watching(true).await;
         }
         let mut response = Response::from_websocket(client)?;
         response
@@ -277,19 +275,8 @@ impl Sandbox {
         Ok(response)
     }
 
-    /// Tells the DuetAgent whether the room has watchers, so it publishes
-    /// the room's messages only when someone sees them.
-    async fn tell_watching(&self, room: &str, on: bool) {
-        let Ok(agent) = agent_stub(&self.env, room) else {
-            return;
-        };
-        let path = route::internal_path(room, Action::Watching);
-        let body = if on { &b"true"[..] } else { &b"false"[..] };
-        let _ = internal::send(&agent, Method::Put, &path, Some(body)).await;
-    }
-
     /// Runs a command, waking or starting the sandbox first, and answers by
-    /// the exec's deadline (see `lifecycle`). With watchers (`watched` is the
+    /// the exec's deadline (see `deadline`). With watchers (`feed_id` is the
     /// command's id in the feed) its output streams to them as it comes.
     async fn exec(
         &self,
@@ -298,7 +285,7 @@ impl Sandbox {
         request: ExecRequest,
         arrived: u64,
         epoch: u64,
-        watched: Option<&str>,
+        feed_id: Option<&str>,
     ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
         let sandboxd = self.sandboxd()?;
         let asleep = self.asleep()? || self.sleeping.get() || self.waking.get();
@@ -327,14 +314,12 @@ impl Sandbox {
             }
         };
         // Nothing awaits between this check and the command being sent.
-        if self.epoch.get() != epoch {
-            return Err(ApiError::CleanedUp);
-        }
+        self.clock.still_current(epoch)?;
         let request = ExecRequest {
             timeout_ms,
             ..request
         };
-        let result = match watched {
+        let result = match feed_id {
             None => sandboxd.exec(name, &request).await,
             Some(id) => {
                 let output = |stream: &str, data: &str| {
@@ -404,14 +389,7 @@ impl Sandbox {
             }
         };
         self.saved.set_asleep(false)?;
-        log::emit(&LifecycleLog {
-            event: "wake",
-            object: "Sandbox",
-            room,
-            bytes: Some(bytes),
-            duration_ms: clock::now_ms() - started,
-            note: note.clone(),
-        });
+        log::lifecycle("wake", "Sandbox", room, started, Some(bytes), note.clone());
         Ok(note)
     }
 
@@ -431,58 +409,36 @@ impl Sandbox {
         Ok(response.into())
     }
 
-    /// Records a command of `room` at `now`. The alarm is set once per
-    /// object instance; when it fires early it is set again from the last
-    /// use, so a busy room pays for it only now and then (as for the last
-    /// use, written every tenth of the idle time, at most once a minute).
+    /// Records a command of `room` at `now`, and sets the alarm from it
+    /// (see `room::clock` for how seldom a busy room pays for either).
     async fn touch(&self, room: &str, now: u64) -> Result<(), ApiError> {
-        let timing = self.timing();
-        self.saved.touch(room, now, timing.idle_ms)?;
-        if !self.alarm_set.replace(true) {
-            let asleep = self.saved.state()?.is_some_and(|s| s.asleep);
-            let at = timing.next_alarm(now, asleep);
-            self.state
-                .storage()
-                .set_alarm(Duration::from_millis(at.saturating_sub(now)))
-                .await?;
-        }
-        Ok(())
+        let due = self.clock.use_due(now, self.timing.idle_ms);
+        self.saved.touch(room, now, due)?;
+        let asleep = self.asleep()?;
+        let at = || self.timing.next_alarm(now, asleep);
+        Ok(self.clock.alarm_once(&self.state.storage(), at).await?)
     }
 
     async fn on_alarm(&self) -> Result<(), ApiError> {
+        self.clock.alarm_spent();
         let Some(room) = self.saved.state()? else {
             return Ok(());
         };
-        let timing = self.timing();
+        let timing = self.timing;
         let now = clock::now_ms();
-        match timing.due(now, room.last_used, room.asleep) {
-            Due::Expire => {
-                self.alarm_set.set(false);
-                return self.expire(&room.room, room.asleep).await;
-            }
-            Due::Sleep => {
-                if self.sleep(&room.room, room.last_used).await? == Slept::Refused {
-                    let at = timing.after_refused_sleep(now, room.last_used);
-                    self.set_alarm_at(at).await?;
-                    return Ok(());
-                }
-            }
-            Due::Nothing => {}
-        }
-        if let Some(room) = self.saved.state()? {
-            self.set_alarm_at(timing.next_alarm(room.last_used, room.asleep))
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn set_alarm_at(&self, at: u64) -> Result<(), ApiError> {
-        self.state
-            .storage()
-            .set_alarm(Duration::from_millis(at.saturating_sub(clock::now_ms())))
-            .await?;
-        self.alarm_set.set(true);
-        Ok(())
+        let at = match timing.due(now, room.last_used, room.asleep) {
+            Due::Expire => return self.expire(&room.room, room.asleep).await,
+            Due::Sleep => match self.sleep(&room.room, room.last_used).await? {
+                Slept::Refused => Some(timing.after_refused_sleep(now, room.last_used)),
+                Slept::Asleep | Slept::Interrupted => None,
+            },
+            Due::Nothing => None,
+        };
+        let Some(room) = self.saved.state()? else {
+            return Ok(());
+        };
+        let at = at.unwrap_or_else(|| timing.next_alarm(room.last_used, room.asleep));
+        Ok(self.clock.alarm_at(&self.state.storage(), at).await?)
     }
 
     /// Saves the workspace and stops the sandbox, unless a command or a
@@ -490,7 +446,7 @@ impl Sandbox {
     /// restored (then the sandbox stays up).
     async fn sleep(&self, room: &str, last_used: u64) -> Result<Slept, ApiError> {
         let started = clock::now_ms();
-        let epoch = self.epoch.get();
+        let epoch = self.clock.epoch();
         let name = sandbox_name(room);
         let sandboxd = self.sandboxd()?;
         self.sleeping.set(true);
@@ -505,7 +461,7 @@ impl Sandbox {
             .save(&name, max, SAVE_MS, |chunk| self.saved.append_chunk(chunk))
             .await;
         let used_meanwhile = self.saved.state()?.map(|s| s.last_used) != Some(last_used);
-        if used_meanwhile || self.epoch.get() != epoch || saving.is_err() {
+        if used_meanwhile || self.clock.still_current(epoch).is_err() || saving.is_err() {
             self.sleeping.set(false);
             self.saved.clear_archive()?;
             return saving.map(|_| Slept::Interrupted);
@@ -520,14 +476,8 @@ impl Sandbox {
             Ok(Saving::Unrestorable(why)) => {
                 self.sleeping.set(false);
                 self.saved.clear_archive()?;
-                log::emit(&LifecycleLog {
-                    event: "stay-awake",
-                    object: "Sandbox",
-                    room,
-                    bytes: None,
-                    duration_ms: clock::now_ms() - started,
-                    note: Some(format!("not put to sleep, the sandbox stays up: {why}")),
-                });
+                let note = format!("not put to sleep, the sandbox stays up: {why}");
+                log::lifecycle("stay-awake", "Sandbox", room, started, None, Some(note));
                 return Ok(Slept::Refused);
             }
             _ => None,
@@ -536,14 +486,8 @@ impl Sandbox {
         self.sleeping.set(false);
         stopped?;
         self.saved.set_asleep(true)?;
-        log::emit(&LifecycleLog {
-            event: "sleep",
-            object: "Sandbox",
-            room,
-            bytes: Some(self.saved.archive_bytes(Archive::Saved)?),
-            duration_ms: clock::now_ms() - started,
-            note,
-        });
+        let bytes = self.saved.archive_bytes(Archive::Saved)?;
+        log::lifecycle("sleep", "Sandbox", room, started, Some(bytes), note);
         Ok(Slept::Asleep)
     }
 
@@ -552,31 +496,17 @@ impl Sandbox {
     async fn expire(&self, room: &str, asleep: bool) -> Result<(), ApiError> {
         let started = clock::now_ms();
         self.feed.close(&self.state, CloseReason::Expired);
-        self.epoch.set(self.epoch.get() + 1);
+        self.clock.forget();
         if !asleep {
             self.sandboxd()?.destroy(&sandbox_name(room)).await?;
         }
         self.saved.forget()?;
-        log::emit(&LifecycleLog {
-            event: "expire",
-            object: "Sandbox",
-            room,
-            bytes: None,
-            duration_ms: clock::now_ms() - started,
-            note: None,
-        });
+        log::lifecycle("expire", "Sandbox", room, started, None, None);
         Ok(())
     }
 
-    fn timing(&self) -> Timing {
-        Timing {
-            idle_ms: config::seconds_as_ms(&self.env, "SANDBOX_IDLE_SECONDS", SANDBOX_IDLE_SECONDS),
-            ttl_ms: config::seconds_as_ms(&self.env, "ROOM_TTL_SECONDS", ROOM_TTL_SECONDS),
-        }
-    }
-
     fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
-        Sandboxd::locate(&self.state, &self.env, &self.container)
+        Sandboxd::locate(&self.state, &self.env, &self.container, self.timing.idle_ms)
     }
 }
 

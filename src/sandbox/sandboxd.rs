@@ -46,15 +46,14 @@ use worker::{
     State,
 };
 
-use super::lifecycle::write_due;
 use super::saved::CHUNK_BYTES;
 use super::stream;
 use crate::api::limits::{
     CONTAINER_START_MS, INACTIVITY_MARGIN_SECONDS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS,
-    SANDBOX_IDLE_SECONDS,
 };
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
+use crate::room::clock::write_due;
 use crate::runtime::container as platform;
 use crate::runtime::outgoing::{self, Parts};
 use crate::runtime::{body, clock, config, internal, timeout};
@@ -86,6 +85,8 @@ pub struct Sandboxd<'a> {
     place: Place,
     state: &'a ContainerState,
     env: &'a Env,
+    /// The room's idle time, which the container's inactivity timeout outlasts.
+    idle_ms: u64,
 }
 
 impl<'a> Sandboxd<'a> {
@@ -93,6 +94,7 @@ impl<'a> Sandboxd<'a> {
         object: &State,
         env: &'a Env,
         state: &'a ContainerState,
+        idle_ms: u64,
     ) -> Result<Self, ApiError> {
         let place = match (object.container(), config::get(env, "SANDBOX_URL")) {
             (Some(container), _) => Place::Container(container),
@@ -105,7 +107,12 @@ impl<'a> Sandboxd<'a> {
                 ))
             }
         };
-        Ok(Self { place, state, env })
+        Ok(Self {
+            place,
+            state,
+            env,
+            idle_ms,
+        })
     }
 
     /// Runs one command in a started sandbox; sandboxd's answer comes back as
@@ -463,7 +470,7 @@ impl<'a> Sandboxd<'a> {
     /// the container is then kept for at least the idle time after its last
     /// use. A failure is retried with the next command; the room works on.
     async fn keep(&self, container: &Container) {
-        let idle_ms = config::seconds_as_ms(self.env, "SANDBOX_IDLE_SECONDS", SANDBOX_IDLE_SECONDS);
+        let idle_ms = self.idle_ms;
         let now = clock::now_ms();
         if !write_due(self.state.renewed.get(), now, idle_ms) {
             return;

@@ -11,14 +11,13 @@
 //! synchronous, so no other request of the object interleaves with one.
 //!
 //! The room's state is also kept in memory (the object is its only writer),
-//! and a busy room's last use is written only now and then ([`write_due`]):
-//! after a restart the clocks may run from up to one step earlier.
+//! and a busy room's last use is written only now and then (when the room's
+//! clock says so, `room::clock`): after a restart the clocks may run from up
+//! to one step earlier.
 
 use std::cell::RefCell;
 
 use worker::{js_sys, web_sys, SqlStorage, SqlStorageValue};
-
-use super::lifecycle::write_due;
 
 /// Bytes per stored chunk of an archive.
 pub const CHUNK_BYTES: usize = 1024 * 1024;
@@ -51,14 +50,8 @@ impl Archive {
 
 pub struct Saved {
     sql: SqlStorage,
-    /// The room's state as last read or written, and the last use stored.
-    cache: RefCell<Option<Cached>>,
-}
-
-#[derive(Clone)]
-struct Cached {
-    state: Option<RoomState>,
-    stored_last_used: u64,
+    /// The room's state as last read or written (`None`: not read yet).
+    cache: RefCell<Option<Option<RoomState>>>,
 }
 
 impl Saved {
@@ -89,13 +82,10 @@ impl Saved {
 
     pub fn state(&self) -> worker::Result<Option<RoomState>> {
         if let Some(cached) = &*self.cache.borrow() {
-            return Ok(cached.state.clone());
+            return Ok(cached.clone());
         }
         let state = self.stored_state()?;
-        *self.cache.borrow_mut() = Some(Cached {
-            stored_last_used: state.as_ref().map_or(0, |s| s.last_used),
-            state: state.clone(),
-        });
+        *self.cache.borrow_mut() = Some(state.clone());
         Ok(state)
     }
 
@@ -121,32 +111,22 @@ impl Saved {
     }
 
     /// Records a use of `room` at `now`, keeping the sleep state; stored
-    /// when the room is new here or [`write_due`] for its idle time.
-    pub fn touch(&self, room: &str, now: u64, idle_ms: u64) -> worker::Result<()> {
+    /// when the room is new here or `due` (see `room::clock`).
+    pub fn touch(&self, room: &str, now: u64, due: bool) -> worker::Result<()> {
         let state = self.state()?;
-        let stored = self
-            .cache
-            .borrow()
-            .as_ref()
-            .map_or(0, |c| c.stored_last_used);
         let known = state.as_ref().is_some_and(|s| s.room == room);
-        let store = write_due(known.then_some(stored), now, idle_ms);
-        if store {
+        if due || !known {
             self.sql.exec(
                 "INSERT INTO room (id, name, last_used, asleep) VALUES (1, ?, ?, 0)
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, last_used = excluded.last_used",
                 vec![room.into(), SqlStorageValue::Integer(now as i64)],
             )?;
         }
-        let written = if store { now } else { stored };
-        *self.cache.borrow_mut() = Some(Cached {
-            state: Some(RoomState {
-                room: room.to_owned(),
-                last_used: now,
-                asleep: state.is_some_and(|s| s.asleep),
-            }),
-            stored_last_used: written,
-        });
+        *self.cache.borrow_mut() = Some(Some(RoomState {
+            room: room.to_owned(),
+            last_used: now,
+            asleep: state.is_some_and(|s| s.asleep),
+        }));
         Ok(())
     }
 
@@ -155,10 +135,7 @@ impl Saved {
             "UPDATE room SET asleep = ? WHERE id = 1",
             vec![SqlStorageValue::Integer(i64::from(asleep))],
         )?;
-        if let Some(Cached {
-            state: Some(state), ..
-        }) = &mut *self.cache.borrow_mut()
-        {
+        if let Some(Some(state)) = &mut *self.cache.borrow_mut() {
             state.asleep = asleep;
         }
         Ok(())
@@ -240,10 +217,7 @@ impl Saved {
         self.clear_archive()?;
         self.sql.exec("DELETE FROM kept_archive", None)?;
         self.sql.exec("DELETE FROM room", None)?;
-        *self.cache.borrow_mut() = Some(Cached {
-            state: None,
-            stored_last_used: 0,
-        });
+        *self.cache.borrow_mut() = Some(None);
         Ok(())
     }
 }

@@ -1,0 +1,265 @@
+//! Every call between a room's two Durable Objects, in one place: typed
+//! handles on each object ([`AgentObject`], [`SandboxObject`]) and the
+//! internal paths they use, built and parsed from one table ([`Call`]).
+//!
+//! The internal paths live under `/internal/rooms/`, which the front door
+//! never routes: from outside they are unknown paths, so nobody outside can
+//! pass a command off as the agent's, feed the live feed or destroy a
+//! sandbox behind the DuetAgent's back.
+
+use worker::{Env, Method, Stub};
+
+use crate::api::live::Event;
+use crate::api::route::{self, Action, Route};
+use crate::api::wire::{
+    sandbox_name, ExecOutput, ExecRequest, ExecResponse, HistoryResponse, Message,
+};
+use crate::api::ApiError;
+use crate::runtime::{bindings, internal};
+
+/// A call from one of a room's objects to the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// DuetAgent → Sandbox: a command of the agent's (from a `<run>` tag).
+    AgentExec,
+    /// DuetAgent → Sandbox: an event for the live feed.
+    Publish,
+    /// DuetAgent → Sandbox: the room's history expired; the feed closes.
+    HistoryExpired,
+    /// DuetAgent → Sandbox: the room is cleaned up; the sandbox goes.
+    Destroy,
+    /// Sandbox → DuetAgent: the stored history, for a new watcher.
+    History,
+    /// Sandbox → DuetAgent: whether the live feed has watchers.
+    Watching,
+}
+
+/// Each call's path tail and method; a path is `/internal/rooms/{room}/{tail}`.
+const CALLS: [(Call, &str, &str); 6] = [
+    (Call::AgentExec, "exec", "POST"),
+    (Call::Publish, "publish", "POST"),
+    (Call::HistoryExpired, "expired", "POST"),
+    (Call::Destroy, "destroy", "POST"),
+    (Call::History, "history", "GET"),
+    (Call::Watching, "watching", "PUT"),
+];
+
+const PREFIX: &str = "/internal/rooms/";
+
+impl Call {
+    fn entry(self) -> (&'static str, &'static str) {
+        let (_, tail, method) = CALLS
+            .into_iter()
+            .find(|&(call, _, _)| call == self)
+            .expect("every call is in the table");
+        (tail, method)
+    }
+
+    /// The path of this call to `room`'s other object.
+    pub fn path(self, room: &str) -> String {
+        format!("{PREFIX}{room}/{}", self.entry().0)
+    }
+
+    fn method(self) -> Method {
+        Method::from(self.entry().1.to_owned())
+    }
+
+    /// A short stable name for logs.
+    pub fn name(self) -> &'static str {
+        self.entry().0
+    }
+}
+
+/// What a request to one of the room's objects asks: a public route the
+/// front door handed on, or a call from the room's other object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    Public(Action),
+    Call(Call),
+}
+
+/// Reads a request to a room's object: its room and what it asks.
+pub fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
+    if let Some(rest) = path.strip_prefix(PREFIX) {
+        let (raw_room, tail) = rest.split_once('/').ok_or(ApiError::NotFound)?;
+        let (call, _, _) = CALLS
+            .into_iter()
+            .find(|&(_, t, m)| (t, m) == (tail, method))
+            .ok_or(ApiError::NotFound)?;
+        return Ok((route::room_id(raw_room)?, Asked::Call(call)));
+    }
+    match route::parse(method, path)? {
+        Route::Room { room, action } => Ok((room, Asked::Public(action))),
+        Route::Health | Route::Page(_) => Err(ApiError::NotFound),
+    }
+}
+
+/// The object that serves a public `action` of `room`: the Sandbox object
+/// runs commands and holds the live feed (see `sandbox::feed`), the
+/// DuetAgent everything else.
+pub fn serving(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
+    Ok(match action {
+        Action::Exec | Action::KeptArchive | Action::Live => sandbox_stub(env, room)?,
+        Action::SendMessage | Action::History | Action::Cleanup => agent_stub(env, room)?,
+    })
+}
+
+fn agent_stub(env: &Env, room: &str) -> worker::Result<Stub> {
+    bindings::durable_objects(env, "DUET_AGENT")?.get_by_name(room)
+}
+
+fn sandbox_stub(env: &Env, room: &str) -> worker::Result<Stub> {
+    bindings::durable_objects(env, "Sandbox")?.get_by_name(&sandbox_name(room))
+}
+
+/// Sends `call` to `stub`; answers the response if it is a 200, else the
+/// error it names.
+async fn send(
+    stub: &Stub,
+    room: &str,
+    call: Call,
+    body: Option<&[u8]>,
+) -> Result<worker::Response, String> {
+    let response = internal::send(stub, call.method(), &call.path(room), body)
+        .await
+        .map_err(|e| e.to_string())?;
+    match response.status_code() {
+        200 => Ok(response),
+        _ => Err(internal::error_of(response).await),
+    }
+}
+
+/// The DuetAgent of a room, as its Sandbox object reaches it.
+pub struct AgentObject {
+    stub: Stub,
+    room: String,
+}
+
+impl AgentObject {
+    pub fn of(env: &Env, room: &str) -> Result<Self, ApiError> {
+        Ok(Self {
+            stub: agent_stub(env, room)?,
+            room: room.to_owned(),
+        })
+    }
+
+    /// The room's stored history.
+    pub async fn history(&self) -> Result<Vec<Message>, ApiError> {
+        let mut answer = send(&self.stub, &self.room, Call::History, None)
+            .await
+            .map_err(ApiError::Internal)?;
+        let history: HistoryResponse<Vec<Message>> = answer.json().await?;
+        Ok(history.messages)
+    }
+
+    /// Tells the DuetAgent whether the room has watchers, so it publishes
+    /// the room's messages only when someone sees them. Lost if it cannot
+    /// be told.
+    pub async fn set_watching(&self, on: bool) {
+        let body = if on { &b"true"[..] } else { &b"false"[..] };
+        let _ = send(&self.stub, &self.room, Call::Watching, Some(body)).await;
+    }
+}
+
+/// The Sandbox object of a room, as its DuetAgent reaches it.
+pub struct SandboxObject {
+    stub: Stub,
+    room: String,
+}
+
+impl SandboxObject {
+    pub fn of(env: &Env, room: &str) -> Result<Self, ApiError> {
+        Ok(Self {
+            stub: sandbox_stub(env, room)?,
+            room: room.to_owned(),
+        })
+    }
+
+    /// Runs a command of the agent's; answers its result, or why the
+    /// sandbox could not run it.
+    pub async fn agent_exec(&self, request: &ExecRequest) -> Result<ExecOutput, String> {
+        let body = serde_json::to_vec(request).expect("an exec request serializes");
+        let mut response = send(&self.stub, &self.room, Call::AgentExec, Some(&body)).await?;
+        match response.json::<ExecResponse<ExecOutput>>().await {
+            Ok(ExecResponse { result, .. }) => Ok(result),
+            Err(e) => Err(format!("unexpected sandbox answer: {e}")),
+        }
+    }
+
+    /// Ends the room's shell and removes its files.
+    pub async fn destroy(&self) -> Result<(), String> {
+        send(&self.stub, &self.room, Call::Destroy, None).await?;
+        Ok(())
+    }
+
+    /// Sends an event to the room's live feed. A feed that cannot be
+    /// reached costs the caller nothing but the event.
+    pub async fn publish(&self, event: &Event<'_>) {
+        let event = event.to_json();
+        let _ = send(
+            &self.stub,
+            &self.room,
+            Call::Publish,
+            Some(event.as_bytes()),
+        )
+        .await;
+    }
+
+    /// Tells the live feed the room's history expired, so it closes.
+    pub async fn history_expired(&self) {
+        let _ = send(&self.stub, &self.room, Call::HistoryExpired, None).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_reads_back_as_itself() {
+        for (call, _, method) in CALLS {
+            let path = call.path("r1");
+            assert_eq!(
+                asked(method, &path).unwrap(),
+                ("r1".into(), Asked::Call(call)),
+                "{path}"
+            );
+            assert_eq!(
+                route::parse(method, &path).unwrap_err().status(),
+                404,
+                "the front door does not route {path}"
+            );
+            let other = if method == "GET" { "POST" } else { "GET" };
+            assert_eq!(asked(other, &path).unwrap_err().status(), 404);
+        }
+    }
+
+    #[test]
+    fn the_table_names_each_call_once() {
+        let mut tails: Vec<&str> = CALLS.iter().map(|&(_, tail, _)| tail).collect();
+        tails.sort_unstable();
+        tails.dedup();
+        assert_eq!(tails.len(), CALLS.len());
+    }
+
+    #[test]
+    fn public_routes_read_as_public() {
+        assert_eq!(
+            asked("GET", "/api/rooms/r1/messages").unwrap(),
+            ("r1".to_owned(), Asked::Public(Action::History))
+        );
+        assert_eq!(asked("GET", "/health").unwrap_err().status(), 404);
+        assert_eq!(
+            asked("POST", "/internal/rooms/a%2Fb/exec")
+                .unwrap_err()
+                .status(),
+            400
+        );
+        assert_eq!(
+            asked("POST", "/internal/rooms/r1/other")
+                .unwrap_err()
+                .status(),
+            404
+        );
+    }
+}

@@ -1,0 +1,9 @@
+//! The room layer: what a room's two Durable Objects share, below both. Each
+//! object reaches the other only through [`calls`], and both keep the
+//! room's lifetime by one [`clock`]. The crate docs show where it stands
+//! among the other floors.
+
+pub mod calls;
+pub mod clock;
+
+pub use calls::{Asked, Call};

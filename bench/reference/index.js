@@ -44,13 +44,13 @@ const MAX_TEXT_CHARS = 8_000;
 const MAX_USER_ID_CHARS = 128;
 const MAX_CMD_CHARS = 8_000;
 const HISTORY_LIMIT = 20;
-const MAX_RUNS_PER_REPLY = 5;
+const MAX_RUNS_PER_ANSWER = 5;
 const MAX_MODEL_CALLS = 4;
 const MAX_COMMANDS_PER_MESSAGE = 8;
 const MODEL_OUTPUT_CHARS = 2_000;
 const SUMMARY_CHARS = 500;
 const MAX_HISTORY_CONTEXT_CHARS = 16_000;
-const MAX_MODEL_REPLY_CHARS = 8_000;
+const MAX_MODEL_ANSWER_CHARS = 8_000;
 const AI_TIMEOUT_MS = 15_000;
 const MESSAGE_BUDGET_MS = 25_000;
 const EXEC_DEFAULT_TIMEOUT_MS = 20_000;
@@ -72,7 +72,7 @@ const SYSTEM_PROMPT = `You are Duet, a pair-programming assistant in a shared \
 terminal room. Several people may talk to you; be concise and practical. You can run shell \
 commands in the room's Linux sandbox (bash; files and the working directory persist between \
 commands). To run a command, write it exactly, alone, inside <run>...</run>, for example \
-<run>ls -la</run>. Use at most ${MAX_RUNS_PER_REPLY} <run> tags in one answer. After your answer \
+<run>ls -la</run>. Use at most ${MAX_RUNS_PER_ANSWER} <run> tags in one answer. After your answer \
 the commands run in order, and you get their results (exit code and output) in a message \
 marked as coming from the sandbox; you may then run more commands the same way, or give your \
 final answer without <run> tags. You have at most ${MAX_MODEL_CALLS} answers and \
@@ -545,7 +545,7 @@ async function askModel(env, messages, maxMs) {
   const raw = completionText(completion);
   const text = raw === null ? "" : withoutControls(raw).trim();
   if (text === "") throw aiFailed(`the model ${model} returned no text`);
-  return firstChars(text, MAX_MODEL_REPLY_CHARS);
+  return firstChars(text, MAX_MODEL_ANSWER_CHARS);
 }
 
 // ---- what the model sees (src/chat/context.rs)
@@ -586,7 +586,7 @@ function parseRunTags(answer) {
     rest = rest.slice(end + 6);
   }
   prose += rest;
-  return { prose, commands: commands.slice(0, MAX_RUNS_PER_REPLY), skipped: Math.max(0, commands.length - MAX_RUNS_PER_REPLY) };
+  return { prose, commands: commands.slice(0, MAX_RUNS_PER_ANSWER), skipped: Math.max(0, commands.length - MAX_RUNS_PER_ANSWER) };
 }
 
 /** What the room sees of a command's output. */
@@ -602,7 +602,7 @@ function answerText({ prose, ran, skipped }) {
   for (const [cmd, outcome] of ran) {
     text += outcome.ran ? `\n\nOutput (${cmd}):\n${summary(outcome.ran.stdout, outcome.ran.stderr)}` : `\n\nError (${cmd}):\n${withoutControls(outcome.failed)}`;
   }
-  if (skipped > 0) text += `\n\n[${skipped} more command(s) not run: at most ${MAX_RUNS_PER_REPLY} run per answer]`;
+  if (skipped > 0) text += `\n\n[${skipped} more command(s) not run: at most ${MAX_RUNS_PER_ANSWER} run per answer]`;
   return text.trim();
 }
 

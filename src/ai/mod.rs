@@ -17,7 +17,7 @@ pub mod workers_ai;
 
 use worker::Env;
 
-use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_REPLY_CHARS};
+use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_ANSWER_CHARS};
 use crate::api::ApiError;
 use crate::chat::context::ChatMessage;
 use crate::runtime::{bindings, config, timeout};
@@ -55,7 +55,7 @@ pub async fn answer(
         .map(|text| without_controls(&text).trim().to_owned())
         .filter(|text| !text.is_empty())
         .ok_or_else(|| ApiError::AiFailed(format!("the model {model} returned no text")))?;
-    Ok(first_chars(&text, MAX_MODEL_REPLY_CHARS).to_owned())
+    Ok(first_chars(&text, MAX_MODEL_ANSWER_CHARS).to_owned())
 }
 
 /// The configured `AI_TIMEOUT_MS`, at most [`AI_TIMEOUT_MS`].

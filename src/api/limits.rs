@@ -16,7 +16,7 @@ pub const MAX_CMD_CHARS: usize = 8_000;
 /// Messages a room keeps; older ones are forgotten.
 pub const HISTORY_LIMIT: usize = 20;
 /// Commands run for one model answer; further `<run>` tags are reported, not run.
-pub const MAX_RUNS_PER_REPLY: usize = 5;
+pub const MAX_RUNS_PER_ANSWER: usize = 5;
 /// Model answers per `/message`: the first, and follow-ups that see the
 /// results of the commands before them.
 pub const MAX_MODEL_CALLS: usize = 4;
@@ -35,7 +35,7 @@ pub const QUOTED_CMD_CHARS: usize = 200;
 /// context window and leave the room stuck. About 4,000 tokens.
 pub const MAX_HISTORY_CONTEXT_CHARS: usize = 16_000;
 /// Longest model answer kept, in characters; the rest is cut.
-pub const MAX_MODEL_REPLY_CHARS: usize = 8_000;
+pub const MAX_MODEL_ANSWER_CHARS: usize = 8_000;
 /// Time the model may take before the request fails with 504.
 pub const AI_TIMEOUT_MS: u64 = 15_000;
 /// A whole `/message` exchange (model and commands) ends within this, so the
@@ -47,10 +47,6 @@ pub const EXEC_DEFAULT_TIMEOUT_MS: u64 = 20_000;
 pub const EXEC_MAX_TIMEOUT_MS: u64 = 25_000;
 /// What a call to sandboxd may take beyond the command's own time limit.
 pub const SANDBOXD_MARGIN_MS: u64 = 2_000;
-/// The least time worth giving a follow-up model call.
-pub const MIN_MODEL_CALL_MS: u64 = 3_000;
-/// The least time worth giving a command (beyond [`SANDBOXD_MARGIN_MS`]).
-pub const MIN_COMMAND_MS: u64 = 1_000;
 /// What destroying a sandbox (ending its shell, removing its files) may take.
 pub const SANDBOX_DESTROY_MS: u64 = 10_000;
 /// Time a cold container gets to start answering.
@@ -66,11 +62,6 @@ pub const EXEC_ANSWER_MS: u64 = 28_000;
 /// Default `SANDBOX_IDLE_SECONDS`: a sandbox with no command for this long
 /// sleeps (files saved, sandbox stopped).
 pub const SANDBOX_IDLE_SECONDS: u64 = 600;
-/// Default `SANDBOX_INACTIVITY_TIMEOUT_SECONDS` beyond `SANDBOX_IDLE_SECONDS`:
-/// the runtime stops a container whose object is gone this long after the
-/// sandbox would have slept. At least the step at which its use is renewed
-/// (a minute at most), so an object's own sleep always comes first.
-pub const INACTIVITY_MARGIN_SECONDS: u64 = 60;
 /// Default `ROOM_TTL_SECONDS`: a room unused for this long is forgotten.
 pub const ROOM_TTL_SECONDS: u64 = 3 * 24 * 3600;
 /// Default `SANDBOX_ARCHIVE_MAX_BYTES`: the largest workspace archive

@@ -3,9 +3,12 @@
 //! than a command's default time limit; a follow-up model call is made only
 //! when what is left holds it and one command after it.
 
-use crate::api::limits::{
-    EXEC_DEFAULT_TIMEOUT_MS, MIN_COMMAND_MS, MIN_MODEL_CALL_MS, SANDBOXD_MARGIN_MS,
-};
+use crate::api::limits::{EXEC_DEFAULT_TIMEOUT_MS, SANDBOXD_MARGIN_MS};
+
+/// The least time worth giving a follow-up model call.
+pub const MIN_MODEL_CALL_MS: u64 = 3_000;
+/// The least time worth giving a command (beyond [`SANDBOXD_MARGIN_MS`]).
+pub const MIN_COMMAND_MS: u64 = 1_000;
 
 /// The bounds of one command.
 #[derive(Debug, PartialEq, Eq)]
@@ -16,7 +19,7 @@ pub struct CommandBudget {
     pub wait_ms: u64,
 }
 
-/// The bounds of a command when `left_ms` of the reply's budget remain, or
+/// The bounds of a command when `left_ms` of the exchange's budget remain, or
 /// `None` when that leaves the command no time at all.
 pub fn command_budget(left_ms: u64) -> Option<CommandBudget> {
     let timeout_ms = left_ms

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 use crate::api::limits::{
-    MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_REPLY,
+    MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER,
 };
 use crate::api::wire::{Message, Role};
 
@@ -26,7 +26,7 @@ pub fn system_prompt() -> &'static str {
              people may talk to you; be concise and practical. You can run shell commands in \
              the room's Linux sandbox (bash; files and the working directory persist between \
              commands). To run a command, write it exactly, alone, inside <run>...</run>, for \
-             example <run>ls -la</run>. Use at most {MAX_RUNS_PER_REPLY} <run> tags in one \
+             example <run>ls -la</run>. Use at most {MAX_RUNS_PER_ANSWER} <run> tags in one \
              answer. After your answer the commands run in order, and you get their results \
              (exit code and output) in a message marked as coming from the sandbox; you may \
              then run more commands the same way, or give your final answer without <run> \
@@ -129,7 +129,7 @@ mod tests {
     fn the_prompt_states_the_limits_the_exchange_keeps() {
         assert_eq!(
             numbers_after("at most "),
-            [Some(MAX_RUNS_PER_REPLY), Some(MAX_MODEL_CALLS)]
+            [Some(MAX_RUNS_PER_ANSWER), Some(MAX_MODEL_CALLS)]
         );
         assert!(numbers_after("answers and ").contains(&Some(MAX_COMMANDS_PER_MESSAGE)));
     }

@@ -2,7 +2,7 @@
 //! `<run>` tags run; it is asked again, now seeing their results, and may run
 //! more, until it answers without tags or a limit is reached: at most
 //! [`MAX_MODEL_CALLS`] answers and [`MAX_COMMANDS_PER_MESSAGE`] commands
-//! (still at most [`MAX_RUNS_PER_REPLY`](crate::api::limits::MAX_RUNS_PER_REPLY)
+//! (still at most [`MAX_RUNS_PER_ANSWER`](crate::api::limits::MAX_RUNS_PER_ANSWER)
 //! per answer), all within the exchange's time budget (see `budget`).
 //!
 //! The model sees each of its earlier answers as its own turn, followed by a

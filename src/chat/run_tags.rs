@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use crate::api::limits::{MAX_RUNS_PER_REPLY, QUOTED_CMD_CHARS, SUMMARY_CHARS};
+use crate::api::limits::{MAX_RUNS_PER_ANSWER, QUOTED_CMD_CHARS, SUMMARY_CHARS};
 use crate::api::wire::ExecOutput;
 use crate::text::{first_chars, without_controls};
 
@@ -36,7 +36,7 @@ pub enum Outcome {
 pub struct Parsed<'a> {
     /// The answer with every `<run>…</run>` span removed.
     pub prose: String,
-    /// Non-empty command bodies, trimmed, in order; at most [`MAX_RUNS_PER_REPLY`].
+    /// Non-empty command bodies, trimmed, in order; at most [`MAX_RUNS_PER_ANSWER`].
     pub commands: Vec<&'a str>,
     /// Commands beyond the limit, which are not run.
     pub skipped: usize,
@@ -55,8 +55,8 @@ pub fn parse(answer: &str) -> Parsed<'_> {
         rest = after;
     }
     prose.push_str(rest);
-    let skipped = commands.len().saturating_sub(MAX_RUNS_PER_REPLY);
-    commands.truncate(MAX_RUNS_PER_REPLY);
+    let skipped = commands.len().saturating_sub(MAX_RUNS_PER_ANSWER);
+    commands.truncate(MAX_RUNS_PER_ANSWER);
     Parsed {
         prose,
         commands,
@@ -90,7 +90,7 @@ pub fn summary(stdout: &str, stderr: &str) -> String {
 }
 
 /// What the room sees of one answer: its prose, one block per command run,
-/// and a note on commands left out beyond [`MAX_RUNS_PER_REPLY`].
+/// and a note on commands left out beyond [`MAX_RUNS_PER_ANSWER`].
 pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> String {
     let mut text = prose.trim_end().to_owned();
     for (cmd, outcome) in ran {
@@ -107,7 +107,7 @@ pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> St
     }
     if skipped > 0 {
         text.push_str(&format!(
-            "\n\n[{skipped} more command(s) not run: at most {MAX_RUNS_PER_REPLY} run per answer]"
+            "\n\n[{skipped} more command(s) not run: at most {MAX_RUNS_PER_ANSWER} run per answer]"
         ));
     }
     text.trim().to_owned()
@@ -135,7 +135,7 @@ mod tests {
     }
 
     /// The text of an answer whose commands all had `outcomes`.
-    fn reply(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
+    fn text_of(parsed: &Parsed<'_>, outcomes: &[Outcome]) -> String {
         let ran: Vec<(String, Outcome)> = parsed
             .commands
             .iter()
@@ -164,13 +164,12 @@ mod tests {
     fn at_most_five_commands() {
         let answer: String = (0..7).map(|i| format!("<run>echo {i}</run>")).collect();
         let p = parse(&answer);
-        assert_eq!(p.commands.len(), MAX_RUNS_PER_REPLY);
+        assert_eq!(p.commands.len(), MAX_RUNS_PER_ANSWER);
         assert_eq!(p.commands[4], "echo 4");
         assert_eq!(p.skipped, 2);
         let outcomes = vec![ran("x", ""); 5];
-        assert!(
-            reply(&p, &outcomes).ends_with("[2 more command(s) not run: at most 5 run per answer]")
-        );
+        assert!(text_of(&p, &outcomes)
+            .ends_with("[2 more command(s) not run: at most 5 run per answer]"));
     }
 
     #[test]
@@ -201,15 +200,15 @@ mod tests {
     }
 
     #[test]
-    fn reply_blocks() {
+    fn answer_blocks() {
         let p = parse("I'll create the file for you.\n<run>echo 'Hello World' > hello.txt</run>");
         assert_eq!(
-            reply(&p, &[ran("", "")]),
+            text_of(&p, &[ran("", "")]),
             "I'll create the file for you.\n\nOutput (echo 'Hello World' > hello.txt):\n[no output]"
         );
         let p = parse("<run>ls</run>");
         assert_eq!(
-            reply(&p, &[Outcome::Failed("sandbox unavailable".into())]),
+            text_of(&p, &[Outcome::Failed("sandbox unavailable".into())]),
             "Error (ls):\nsandbox unavailable"
         );
     }
@@ -233,6 +232,6 @@ mod tests {
     fn plain_answers_pass_through_trimmed() {
         let p = parse("  just text \n");
         assert!(p.commands.is_empty());
-        assert_eq!(reply(&p, &[]), "just text");
+        assert_eq!(text_of(&p, &[]), "just text");
     }
 }

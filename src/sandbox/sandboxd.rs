@@ -48,9 +48,7 @@ use worker::{
 
 use super::saved::CHUNK_BYTES;
 use super::stream;
-use crate::api::limits::{
-    CONTAINER_START_MS, INACTIVITY_MARGIN_SECONDS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS,
-};
+use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
 use crate::room::clock::write_due;
@@ -58,6 +56,11 @@ use crate::runtime::container as platform;
 use crate::runtime::outgoing::{self, Parts};
 use crate::runtime::{body, clock, config, internal, timeout};
 
+/// Default `SANDBOX_INACTIVITY_TIMEOUT_SECONDS` beyond `SANDBOX_IDLE_SECONDS`:
+/// the runtime stops a container whose object is gone this long after the
+/// sandbox would have slept. At least the step at which its use is renewed
+/// (a minute at most), so an object's own sleep always comes first.
+const INACTIVITY_MARGIN_SECONDS: u64 = 60;
 /// The port sandboxd listens on in the container (see the Dockerfile).
 const PORT: u16 = 8080;
 /// Where requests to the container go; only the path matters.

@@ -12,9 +12,11 @@
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
 # Cargo loads the whole workspace, so the worker package's manifest and
-# sources come along; only sandboxd is compiled.
+# sources come along; only sandboxd and the wire crate it shares with the
+# worker are compiled.
 COPY Cargo.toml Cargo.lock ./
 COPY src ./src
+COPY wire ./wire
 COPY sandboxd ./sandboxd
 RUN cargo build --release -p sandboxd --locked \
     && install -m 0755 target/release/sandboxd /usr/local/bin/sandboxd

@@ -19,7 +19,9 @@
 //!   `agent` reaches the Sandbox object only through `room`;
 //! - [`chat`]: what the model is told, and its `<run>` tags;
 //! - [`ai`]: the model backends;
-//! - [`runtime`]: glue to the Workers runtime.
+//! - [`runtime`]: glue to the Workers runtime;
+//! - beneath them all, the `duet_wire` crate: the wire to sandboxd, which
+//!   sandboxd builds too (a command's request and result among it).
 //!
 //! The entry points (the Worker's `fetch` and the two objects' methods) take
 //! the runtime's own `Request` and answer its own `Response`, and the objects

@@ -1,13 +1,7 @@
-//! HTTP routes and the JSON wire types the worker's Durable Object speaks.
+//! sandboxd's HTTP routes (listed, with their JSON, in the `duet-wire`
+//! crate, which the worker shares): what each refuses, and how commands and
+//! archives are streamed.
 //!
-//! ```text
-//! GET    /health                                   200 "ok"
-//! POST   /v1/sandboxes/{name}/exec                 {"cmd", "timeoutMs"?} -> ExecResult
-//! POST   /v1/sandboxes/{name}/exec/stream          the same request -> NDJSON events
-//! DELETE /v1/sandboxes/{name}                      {"destroyed": true}
-//! GET    /v1/sandboxes/{name}/archive?maxBytes=N   the workspace as a gzipped tar
-//! PUT    /v1/sandboxes/{name}/archive?timeoutMs=N  gzipped tar -> {"restored", "files", "bytes"}
-//! ```
 //! Every error is `{"error": "..."}` with the status from [`Error::status`].
 //! Both query parameters are optional positive integers.
 //!
@@ -21,10 +15,8 @@
 //! came; a restore whose client goes away is given up too, and neither
 //! changes the workspace.
 //!
-//! A streamed command's body is one JSON object per line: `start`
-//! (`command`, `timestamp`), `output` (`stream`, `data`) as output comes,
-//! and `end`, which carries exactly the fields of `ExecResult`. The output
-//! events of a stream add up to the `end`'s text of it.
+//! A streamed command's output is sent as it comes (see [`stream_events`]);
+//! its output events add up to the stdout and stderr of its `end`.
 //!
 //! Archives are streamed both ways: an archive is sent from the file it
 //! was built in, and a restore's body is unpacked as it arrives (see
@@ -37,6 +29,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use duet_wire::stream::Event;
+use duet_wire::{ExecRequest, ExecResult, RestoreResult, Route, Stream, MAX_BYTES, TIMEOUT_MS};
 use http_body_util::channel::{Channel, SendError, Sender};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
@@ -46,7 +40,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
@@ -57,7 +51,7 @@ use crate::error::Error;
 use crate::sandboxes::Sandboxes;
 use crate::session::Outcome;
 use crate::timestamp::iso8601_millis;
-use crate::watch::{Stream, Watch};
+use crate::watch::Watch;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Chunks of a streamed body in flight at once.
@@ -76,66 +70,19 @@ pub struct App {
     pub max_archive_bytes: u64,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct ExecRequest {
-    cmd: String,
-    timeout_ms: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ExecResult {
-    stdout: String,
-    stderr: String,
-    exit_code: i32,
-    success: bool,
-    command: String,
-    duration: u64,
-    timestamp: String,
-    truncated: bool,
-    timed_out: bool,
-}
-
-impl ExecResult {
-    fn new(outcome: Outcome, command: String) -> Self {
-        ExecResult {
-            success: outcome.exit_code == 0 && !outcome.timed_out,
-            duration: outcome.duration_ms(),
-            stdout: outcome.stdout,
-            stderr: outcome.stderr,
-            exit_code: outcome.exit_code,
-            command,
-            timestamp: iso8601_millis(outcome.started),
-            truncated: outcome.truncated,
-            timed_out: outcome.timed_out,
-        }
+/// What `/exec` answers for a command that ran.
+fn exec_result(outcome: Outcome, command: String) -> ExecResult {
+    ExecResult {
+        success: outcome.exit_code == 0 && !outcome.timed_out,
+        duration: outcome.duration_ms(),
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        exit_code: outcome.exit_code,
+        command,
+        timestamp: iso8601_millis(outcome.started),
+        truncated: outcome.truncated,
+        timed_out: outcome.timed_out,
     }
-}
-
-/// One line of a streamed command's NDJSON body.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-enum Event<'a> {
-    Start {
-        command: &'a str,
-        timestamp: String,
-    },
-    Output {
-        stream: &'static str,
-        data: &'a str,
-    },
-    /// Exactly the answer `/exec` gives.
-    End(&'a ExecResult),
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Route<'a> {
-    Health,
-    Exec(&'a str),
-    ExecStream(&'a str),
-    Archive(&'a str),
-    Sandbox(&'a str),
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -166,7 +113,7 @@ async fn respond(app: &App, req: Request<Incoming>) -> Response<Body> {
 
 async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Error> {
     let path = req.uri().path().to_string();
-    let route = route(&path).ok_or_else(|| Error::NotFound(path.clone()))?;
+    let route = Route::parse(&path).ok_or_else(|| Error::NotFound(path.clone()))?;
     let allowed = match route {
         Route::Health => "GET",
         Route::Exec(_) | Route::ExecStream(_) => "POST",
@@ -191,7 +138,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
                 .sandboxes
                 .exec(name, request.cmd.clone(), timeout, None)
                 .await?;
-            Ok(json(StatusCode::OK, &ExecResult::new(outcome, request.cmd)))
+            Ok(json(StatusCode::OK, &exec_result(outcome, request.cmd)))
         }
         Route::ExecStream(name) => exec_stream(app, name, req).await,
         Route::Archive(name) if req.method() == Method::GET => get_archive(app, name, req).await,
@@ -207,7 +154,10 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
 }
 
 /// The request of `/exec` and `/exec/stream`, and its timeout.
-async fn exec_request(app: &App, req: Request<Incoming>) -> Result<(ExecRequest, Duration), Error> {
+async fn exec_request(
+    app: &App,
+    req: Request<Incoming>,
+) -> Result<(ExecRequest<Option<u64>>, Duration), Error> {
     let request = parse_exec(&read_body(req).await?)?;
     let timeout_ms = request.timeout_ms.unwrap_or(app.default_timeout_ms);
     if timeout_ms > app.max_timeout_ms {
@@ -272,9 +222,10 @@ async fn stream_events(
     watch: Arc<Watch>,
     mut run: Run,
 ) {
+    let timestamp = iso8601_millis(started);
     let start = Event::Start {
         command: &command,
-        timestamp: iso8601_millis(started),
+        timestamp: &timestamp,
     };
     if feed.send(&start).await.is_err() {
         return;
@@ -300,7 +251,7 @@ async fn stream_events(
     };
     // A command that started always has an outcome.
     let Ok(outcome) = ran else { return };
-    let result = ExecResult::new(outcome, command);
+    let result = exec_result(outcome, command);
     let _ = feed.finish(watch.take(), &result).await;
 }
 
@@ -332,10 +283,7 @@ impl Feed {
     async fn text(&mut self, stream: Stream, mut text: &str) -> Result<(), SendError> {
         while !text.is_empty() {
             let (data, rest) = text.split_at(text.floor_char_boundary(EVENT_BYTES));
-            let event = Event::Output {
-                stream: stream.name(),
-                data,
-            };
+            let event = Event::Output { stream, data };
             self.send(&event).await?;
             *match stream {
                 Stream::Stdout => &mut self.stdout_sent,
@@ -368,7 +316,7 @@ async fn get_archive(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
-    let cap = match positive_param(req.uri().query(), "maxBytes")? {
+    let cap = match positive_param(req.uri().query(), MAX_BYTES)? {
         Some(asked) => asked.min(app.max_archive_bytes),
         None => app.max_archive_bytes,
     };
@@ -385,7 +333,7 @@ async fn put_archive(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
-    let timeout_ms = positive_param(req.uri().query(), "timeoutMs")?;
+    let timeout_ms = positive_param(req.uri().query(), TIMEOUT_MS)?;
     let limit = app.max_archive_bytes;
     if declared_length(&req).is_some_and(|len| len > limit) {
         return Err(Error::BodyTooLarge { limit });
@@ -416,26 +364,12 @@ async fn put_archive(
     let restored = restored?;
     Ok(json(
         StatusCode::OK,
-        &serde_json::json!({
-            "restored": true,
-            "files": restored.files,
-            "bytes": restored.bytes,
-        }),
+        &RestoreResult {
+            restored: true,
+            files: restored.files,
+            bytes: restored.bytes,
+        },
     ))
-}
-
-fn route(path: &str) -> Option<Route<'_>> {
-    if path == "/health" {
-        return Some(Route::Health);
-    }
-    let rest = path.strip_prefix("/v1/sandboxes/")?;
-    match rest.split_once('/') {
-        None => Some(Route::Sandbox(rest)),
-        Some((name, "exec")) => Some(Route::Exec(name)),
-        Some((name, "exec/stream")) => Some(Route::ExecStream(name)),
-        Some((name, "archive")) => Some(Route::Archive(name)),
-        Some(_) => None,
-    }
 }
 
 fn declared_length(req: &Request<Incoming>) -> Option<u64> {
@@ -463,8 +397,8 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Error> {
     }
 }
 
-fn parse_exec(body: &[u8]) -> Result<ExecRequest, Error> {
-    let request: ExecRequest = serde_json::from_slice(body)
+fn parse_exec(body: &[u8]) -> Result<ExecRequest<Option<u64>>, Error> {
+    let request: ExecRequest<Option<u64>> = serde_json::from_slice(body)
         .map_err(|e| Error::BadRequest(format!("invalid exec request: {e}")))?;
     if request.cmd.trim().is_empty() {
         return Err(Error::BadRequest("cmd must not be blank".into()));
@@ -622,27 +556,6 @@ fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn routes() {
-        assert_eq!(route("/health"), Some(Route::Health));
-        assert_eq!(route("/v1/sandboxes/r1/exec"), Some(Route::Exec("r1")));
-        assert_eq!(
-            route("/v1/sandboxes/r1/exec/stream"),
-            Some(Route::ExecStream("r1"))
-        );
-        assert_eq!(route("/v1/sandboxes/r1"), Some(Route::Sandbox("r1")));
-        assert_eq!(
-            route("/v1/sandboxes/r1/archive"),
-            Some(Route::Archive("r1"))
-        );
-        assert_eq!(route("/v1/sandboxes//exec"), Some(Route::Exec("")));
-        assert_eq!(route("/v1/sandboxes/r1/run"), None);
-        assert_eq!(route("/v1/sandboxes/r1/exec/x"), None);
-        assert_eq!(route("/v1/sandboxes"), None);
-        assert_eq!(route("/"), None);
-        assert_eq!(route("/health/"), None);
-    }
 
     #[test]
     fn parses_query_parameters() {

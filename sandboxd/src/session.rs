@@ -128,6 +128,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use duet_wire::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
@@ -135,7 +136,7 @@ use crate::error::Error;
 use crate::output::Capture;
 use crate::procs;
 use crate::rlimits::Limits;
-use crate::watch::{Stream, Watch};
+use crate::watch::Watch;
 
 /// How long bash gets to come back after the command's processes were
 /// killed on timeout.

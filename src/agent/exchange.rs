@@ -6,11 +6,11 @@
 //! could not run is an outcome like any other, reported to the model and
 //! the room.
 
+use duet_wire::ExecRequest;
 use worker::Env;
 
 use crate::ai;
 use crate::api::limits::{MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
-use crate::api::wire::ExecRequest;
 use crate::api::wire::Message;
 use crate::api::{validate, ApiError};
 use crate::chat::budget::{command_budget, follow_up_call};

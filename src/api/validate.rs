@@ -1,13 +1,14 @@
 //! Turns request bodies into typed requests, collecting every field's problem
 //! so a caller learns all of them from one 400.
 
+use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, FieldErrors};
 use super::limits::{
     EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
 };
-use super::wire::{ExecRequest, MessageRequest};
+use super::wire::MessageRequest;
 use crate::text::without_controls;
 
 /// `{"text": string, "userId"?: string}`; both are chat text, so terminal

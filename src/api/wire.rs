@@ -1,6 +1,7 @@
-//! The JSON shapes of the public API (see the README), and of what the Sandbox
-//! object returns for one command. `ts` is an integer count of milliseconds:
-//! the Go caller decodes it into an int64.
+//! The JSON shapes of the public API (see the README). `ts` is an integer
+//! count of milliseconds: the Go caller decodes it into an int64. A
+//! command's request and result are sandboxd's, passed on as they are, so
+//! they are the `duet_wire` crate's.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,40 +41,15 @@ pub struct HistoryResponse<M> {
     pub messages: M,
 }
 
-/// A validated `POST .../sandbox/exec` body.
-#[derive(Debug, PartialEq, Eq, Serialize)]
-pub struct ExecRequest {
-    pub cmd: String,
-    #[serde(rename = "timeoutMs")]
-    pub timeout_ms: u64,
-}
-
 /// The exec answer: `{"result": ..., "sandboxName": ...}`. The result is
-/// sandboxd's (the `ExecResult` of `docs/openapi.yaml`): the Sandbox object
-/// passes it through unparsed, as it may carry megabytes of output, and the
-/// agent reads only [`ExecOutput`] of it.
+/// sandboxd's [`ExecResult`](duet_wire::ExecResult) (that of
+/// `docs/openapi.yaml` too): the Sandbox object passes it through unparsed,
+/// as it may carry megabytes of output, and the agent reads it whole.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecResponse<R> {
     pub result: R,
     pub sandbox_name: String,
-}
-
-/// What the agent reads of an exec result: what the room's summaries and the
-/// model's follow-up need.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecOutput {
-    #[serde(default)]
-    pub stdout: String,
-    #[serde(default)]
-    pub stderr: String,
-    #[serde(default)]
-    pub exit_code: i32,
-    #[serde(default)]
-    pub timed_out: bool,
-    #[serde(default)]
-    pub truncated: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -93,6 +69,8 @@ pub fn sandbox_name(room: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use duet_wire::ExecResult;
+
     use super::*;
 
     #[test]
@@ -139,23 +117,27 @@ mod tests {
     }
 
     #[test]
-    fn exec_answers_are_read_for_their_output_only() {
-        let answer: ExecResponse<ExecOutput> = serde_json::from_str(
+    fn exec_answers_are_read_whole() {
+        let answer: ExecResponse<ExecResult> = serde_json::from_str(
             r#"{"result":{"stdout":"hi\n","stderr":"","exitCode":0,"success":true,"command":"echo hi","duration":3,"timestamp":"2026-11-29T16:00:00.000Z","truncated":false,"timedOut":false},"sandboxName":"sandbox-r"}"#,
         )
         .unwrap();
         assert_eq!(answer.sandbox_name, sandbox_name("r"));
         assert_eq!(
             answer.result,
-            ExecOutput {
+            ExecResult {
                 stdout: "hi\n".into(),
                 stderr: String::new(),
                 exit_code: 0,
-                timed_out: false,
+                success: true,
+                command: "echo hi".into(),
+                duration: 3,
+                timestamp: "2026-11-29T16:00:00.000Z".into(),
                 truncated: false,
+                timed_out: false,
             }
         );
-        let sparse: ExecResponse<ExecOutput> =
+        let sparse: ExecResponse<ExecResult> =
             serde_json::from_str(r#"{"result":{"stderr":"boom"},"sandboxName":"s"}"#).unwrap();
         assert_eq!(sparse.result.stderr, "boom");
     }

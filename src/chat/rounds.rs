@@ -154,16 +154,17 @@ fn paragraphs(first: &str, then: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use duet_wire::ExecResult;
+
     use super::*;
-    use crate::api::wire::ExecOutput;
 
     fn ran(cmd: &str, stdout: &str, exit_code: i32) -> (String, Outcome) {
         (
             cmd.into(),
-            Outcome::Ran(ExecOutput {
+            Outcome::Ran(ExecResult {
                 stdout: stdout.into(),
                 exit_code,
-                ..ExecOutput::default()
+                ..ExecResult::default()
             }),
         )
     }
@@ -182,10 +183,10 @@ mod tests {
         let mut r = round("Let me look.", vec![ran("cat a", "hello\n", 0)]);
         r.ran.push((
             "make".into(),
-            Outcome::Ran(ExecOutput {
+            Outcome::Ran(ExecResult {
                 stderr: "boom\n".into(),
                 exit_code: 2,
-                ..ExecOutput::default()
+                ..ExecResult::default()
             }),
         ));
         r.ran.push((
@@ -211,10 +212,10 @@ mod tests {
         assert!(turn.ends_with(&format!(
             "[cut: first {MODEL_OUTPUT_CHARS} characters shown]\nstderr: (empty)"
         )));
-        let timed_out = Outcome::Ran(ExecOutput {
+        let timed_out = Outcome::Ran(ExecResult {
             exit_code: 124,
             timed_out: true,
-            ..ExecOutput::default()
+            ..ExecResult::default()
         });
         let turn = results_turn(&round("", vec![("sleep 9".into(), timed_out)]));
         assert!(turn.contains("timed out (exit code 124)"));

@@ -15,8 +15,9 @@
 
 use std::borrow::Cow;
 
+use duet_wire::ExecResult;
+
 use crate::api::limits::{MAX_RUNS_PER_ANSWER, QUOTED_CMD_CHARS, SUMMARY_CHARS};
-use crate::api::wire::ExecOutput;
 use crate::text::{first_chars, without_controls};
 
 const OPEN: &str = "<run>";
@@ -26,7 +27,7 @@ const CLOSE: &str = "</run>";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// It ran (whatever its exit code).
-    Ran(ExecOutput),
+    Ran(ExecResult),
     /// The sandbox could not run it, and why.
     Failed(String),
 }
@@ -127,10 +128,10 @@ mod tests {
     use super::*;
 
     fn ran(stdout: &str, stderr: &str) -> Outcome {
-        Outcome::Ran(ExecOutput {
+        Outcome::Ran(ExecResult {
             stdout: stdout.into(),
             stderr: stderr.into(),
-            ..ExecOutput::default()
+            ..ExecResult::default()
         })
     }
 

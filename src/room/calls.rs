@@ -7,13 +7,12 @@
 //! pass a command off as the agent's, feed the live feed or destroy a
 //! sandbox behind the DuetAgent's back.
 
+use duet_wire::{ExecRequest, ExecResult};
 use worker::{Env, Method, Stub};
 
 use crate::api::live::Event;
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{
-    sandbox_name, ExecOutput, ExecRequest, ExecResponse, HistoryResponse, Message,
-};
+use crate::api::wire::{sandbox_name, ExecResponse, HistoryResponse, Message};
 use crate::api::ApiError;
 use crate::runtime::{bindings, internal};
 
@@ -177,10 +176,10 @@ impl SandboxObject {
 
     /// Runs a command of the agent's; answers its result, or why the
     /// sandbox could not run it.
-    pub async fn agent_exec(&self, request: &ExecRequest) -> Result<ExecOutput, String> {
+    pub async fn agent_exec(&self, request: &ExecRequest) -> Result<ExecResult, String> {
         let body = serde_json::to_vec(request).expect("an exec request serializes");
         let mut response = send(&self.stub, &self.room, Call::AgentExec, Some(&body)).await?;
-        match response.json::<ExecResponse<ExecOutput>>().await {
+        match response.json::<ExecResponse<ExecResult>>().await {
             Ok(ExecResponse { result, .. }) => Ok(result),
             Err(e) => Err(format!("unexpected sandbox answer: {e}")),
         }

@@ -16,11 +16,12 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use duet_wire::{ExecResult, Stream};
 use worker::{State, WebSocket, WebSocketPair};
 
 use crate::api::limits::{MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES};
 use crate::api::live::{self, CloseReason, Event, FromWatcher, Source};
-use crate::api::wire::{ExecOutput, Message};
+use crate::api::wire::Message;
 use crate::api::ApiError;
 
 /// The most text one output event carries.
@@ -118,13 +119,13 @@ impl Feed {
     /// Tells the watchers how a command ended, from sandboxd's result (its
     /// output went out as it came), or why it could not run.
     pub fn command_ended(&self, state: &State, id: &str, result: Result<&str, &ApiError>) {
-        let output: ExecOutput = match result {
+        let output: ExecResult = match result {
             Ok(raw) => serde_json::from_str(raw).unwrap_or_default(),
             Err(e) => {
-                self.command_output(state, id, "stderr", &format!("{e}\n"));
-                ExecOutput {
+                self.command_output(state, id, Stream::Stderr.name(), &format!("{e}\n"));
+                ExecResult {
                     exit_code: -1,
-                    ..ExecOutput::default()
+                    ..ExecResult::default()
                 }
             }
         };

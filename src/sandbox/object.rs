@@ -33,6 +33,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use duet_wire::{ExecRequest, ExecResult};
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::worker_sys::DurableObjectState;
@@ -45,7 +46,7 @@ use super::saved::{Archive, Saved};
 use crate::api::limits::{RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
-use crate::api::wire::{sandbox_name, ExecRequest, ExecResponse};
+use crate::api::wire::{sandbox_name, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::room::calls::AgentObject;
 use crate::room::clock::{Due, RoomClock, Timing};
@@ -516,13 +517,7 @@ fn with_note(
     note: &str,
 ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
     let internal = |e: serde_json::Error| ApiError::Internal(e.to_string());
-    let mut fields: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(result.get()).map_err(internal)?;
-    let stderr = fields
-        .get("stderr")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or_default();
-    let stderr = format!("{note}\n{stderr}");
-    fields.insert("stderr".into(), stderr.into());
-    serde_json::value::to_raw_value(&fields).map_err(internal)
+    let mut result: ExecResult = serde_json::from_str(result.get()).map_err(internal)?;
+    result.stderr.insert_str(0, &format!("{note}\n"));
+    serde_json::value::to_raw_value(&result).map_err(internal)
 }

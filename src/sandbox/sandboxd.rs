@@ -1,5 +1,6 @@
 //! Talking to sandboxd, the program in the sandbox container that keeps one
-//! persistent bash per sandbox name. Its protocol:
+//! persistent bash per sandbox name. Its protocol (routes and shapes in the
+//! `duet_wire` crate, which sandboxd shares):
 //!
 //! - `GET /health` answers `ok` once it listens;
 //! - `POST /v1/sandboxes/{name}/exec` with `{"cmd", "timeoutMs"}` runs one
@@ -38,6 +39,8 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use duet_wire::stream::Line;
+use duet_wire::{ExecRequest, Route, MAX_BYTES, TIMEOUT_MS};
 use futures_util::StreamExt;
 use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
@@ -49,7 +52,6 @@ use worker::{
 use super::saved::CHUNK_BYTES;
 use super::stream;
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
-use crate::api::wire::ExecRequest;
 use crate::api::ApiError;
 use crate::room::clock::write_due;
 use crate::runtime::container as platform;
@@ -121,7 +123,7 @@ impl<'a> Sandboxd<'a> {
     /// Runs one command in a started sandbox; sandboxd's answer comes back as
     /// it was sent, checked to be a JSON object but not rebuilt.
     pub async fn exec(&self, name: &str, request: &ExecRequest) -> Result<Box<RawValue>, ApiError> {
-        let (response, _) = self.post_command(name, "exec", request).await?;
+        let (response, _) = self.post_command(Route::Exec(name), request).await?;
         let unexpected = |why: String| {
             ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {why}"))
         };
@@ -147,7 +149,7 @@ impl<'a> Sandboxd<'a> {
         mut output: impl FnMut(&str, &str),
     ) -> Result<Box<RawValue>, ApiError> {
         let started = clock::now_ms();
-        let (mut response, limit) = self.post_command(name, "exec/stream", request).await?;
+        let (mut response, limit) = self.post_command(Route::ExecStream(name), request).await?;
         let failed = |why: String| ApiError::SandboxFailed(format!("sandboxd's stream: {why}"));
         let reading = async {
             let mut chunks = response.stream()?;
@@ -155,9 +157,9 @@ impl<'a> Sandboxd<'a> {
             while let Some(chunk) = chunks.next().await {
                 for line in lines.feed(&chunk?) {
                     match stream::parse(&line).map_err(failed)? {
-                        stream::Line::Start => {}
-                        stream::Line::Output { stream, data } => output(&stream, &data),
-                        stream::Line::End(result) => {
+                        Line::Start => {}
+                        Line::Output { stream, data } => output(stream.name(), &data),
+                        Line::End(result) => {
                             return RawValue::from_string(result).map_err(|e| failed(e.to_string()))
                         }
                     }
@@ -171,18 +173,17 @@ impl<'a> Sandboxd<'a> {
             .ok_or(ApiError::SandboxTimeout(limit))?
     }
 
-    /// Sends a command to sandboxd's `route` (`exec` or `exec/stream`);
-    /// answers the response and the bound it was given: the command's limit
-    /// plus [`SANDBOXD_MARGIN_MS`].
+    /// Sends a command to sandboxd's `route` (exec or its stream); answers
+    /// the response and the bound it was given: the command's limit plus
+    /// [`SANDBOXD_MARGIN_MS`].
     async fn post_command(
         &self,
-        name: &str,
-        route: &str,
+        route: Route<'_>,
         request: &ExecRequest,
     ) -> Result<(Response, u64), ApiError> {
         let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
         let limit = request.timeout_ms + SANDBOXD_MARGIN_MS;
-        let path = format!("/v1/sandboxes/{name}/{route}");
+        let path = route.to_string();
         let response = self
             .call(Method::Post, &path, Some(JsValue::from_str(&body)), limit)
             .await?;
@@ -204,13 +205,9 @@ impl<'a> Sandboxd<'a> {
             }
             return self.stop(container).await;
         }
-        self.call(
-            Method::Delete,
-            &format!("/v1/sandboxes/{name}"),
-            None,
-            SANDBOX_DESTROY_MS,
-        )
-        .await?;
+        let path = Route::Sandbox(name).to_string();
+        self.call(Method::Delete, &path, None, SANDBOX_DESTROY_MS)
+            .await?;
         Ok(())
     }
 
@@ -227,7 +224,7 @@ impl<'a> Sandboxd<'a> {
         if matches!(&self.place, Place::Container(c) if !c.running()) {
             return Ok(Saving::Nothing);
         }
-        let path = format!("/v1/sandboxes/{name}/archive?maxBytes={max_bytes}");
+        let path = format!("{}?{MAX_BYTES}={max_bytes}", Route::Archive(name));
         let saving = async {
             let mut response = match self.send_within(Method::Get, &path, None, limit_ms).await {
                 Some(Ok(response)) => response,
@@ -294,7 +291,7 @@ impl<'a> Sandboxd<'a> {
         limit_ms: u64,
     ) -> Result<Restore, ApiError> {
         let sandboxd_ms = limit_ms.saturating_sub(RESTORE_ANSWER_MS).max(1);
-        let path = format!("/v1/sandboxes/{name}/archive?timeoutMs={sandboxd_ms}");
+        let path = format!("{}?{TIMEOUT_MS}={sandboxd_ms}", Route::Archive(name));
         let response = match self
             .send_within(Method::Put, &path, Some(archive.into()), limit_ms)
             .await
@@ -442,7 +439,9 @@ impl<'a> Sandboxd<'a> {
                     "the container stopped while starting".into(),
                 ));
             }
-            let health = self.send_within(Method::Get, "/health", None, 1_000).await;
+            let health = self
+                .send_within(Method::Get, &Route::Health.to_string(), None, 1_000)
+                .await;
             if matches!(health, Some(Ok(ref r)) if r.status_code() == 200) {
                 self.state.ready.set(true);
                 return Ok(());

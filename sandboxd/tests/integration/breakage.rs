@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crate::harness::{timed, Exec, Server};
+use duet_wire::ExecResult;
+
+use crate::harness::{timed, Server};
 
 /// Far below the 20 s default timeout: breakage must be noticed, not waited
 /// out.
@@ -27,7 +29,7 @@ fn has_joined_marker(text: &str) -> bool {
     })
 }
 
-fn assert_clean(r: &Exec, cmd: &str, traced: bool) {
+fn assert_clean(r: &ExecResult, cmd: &str, traced: bool) {
     for (stream, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
         assert!(
             !has_joined_marker(text),
@@ -43,7 +45,13 @@ fn assert_clean(r: &Exec, cmd: &str, traced: bool) {
 /// Prepares a file, a directory change and a variable, runs `cmd`, then a
 /// check command; asserts both are prompt and clean and that the check ran
 /// in the shell `next` says. Returns the breaking command's result.
-fn break_then_check(server: &Server, name: &str, cmd: &str, next: Next, traced: bool) -> Exec {
+fn break_then_check(
+    server: &Server,
+    name: &str,
+    cmd: &str,
+    next: Next,
+    traced: bool,
+) -> ExecResult {
     let ws = server.workspace(name);
     let r = server.exec(
         name,

@@ -9,24 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use duet_wire::ExecResult;
 use serde_json::Value;
-
-/// The exec answer (`ExecResult` in sandboxd), field for field; unknown
-/// fields fail the test.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Exec {
-    pub stdout: String,
-    pub stderr: String,
-    pub exit_code: i32,
-    pub success: bool,
-    pub command: String,
-    pub duration: u64,
-    pub timestamp: String,
-    pub truncated: bool,
-    pub timed_out: bool,
-}
 
 pub struct Server {
     child: Child,
@@ -152,18 +136,18 @@ impl Server {
         (status, value)
     }
 
-    pub fn exec(&self, name: &str, cmd: &str) -> Exec {
+    pub fn exec(&self, name: &str, cmd: &str) -> ExecResult {
         self.exec_body(name, &serde_json::json!({ "cmd": cmd }))
     }
 
-    pub fn exec_timeout(&self, name: &str, cmd: &str, timeout_ms: u64) -> Exec {
+    pub fn exec_timeout(&self, name: &str, cmd: &str, timeout_ms: u64) -> ExecResult {
         self.exec_body(
             name,
             &serde_json::json!({ "cmd": cmd, "timeoutMs": timeout_ms }),
         )
     }
 
-    fn exec_body(&self, name: &str, body: &Value) -> Exec {
+    fn exec_body(&self, name: &str, body: &Value) -> ExecResult {
         let path = format!("/v1/sandboxes/{name}/exec");
         let (status, bytes) = self.raw("POST", &path, body.to_string().as_bytes());
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));

@@ -5,9 +5,10 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use duet_wire::ExecResult;
 use serde_json::{json, Value};
 
-use crate::harness::{Exec, Server};
+use crate::harness::Server;
 
 /// A streamed answer: status, head, and each event with when it arrived
 /// (counted from sending the request).
@@ -32,7 +33,7 @@ impl Streamed {
 
     /// The end event as the `/exec` answer (unknown fields fail), and when
     /// it arrived.
-    fn end(&self) -> (Duration, Exec) {
+    fn end(&self) -> (Duration, ExecResult) {
         let (at, end) = self.events.last().expect("events");
         assert_eq!(end["type"], "end", "{end}");
         let mut fields = end.as_object().expect("object").clone();

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use duet_wire::ExecResult;
 use serde_json::Value;
 
 use crate::archive::{archive_path, dir, file, get, get_ok, gzip, link, put, snapshot, tar_of};
-use crate::harness::{timed, Exec, Server};
+use crate::harness::{timed, Server};
 
 const SLACK: Duration = Duration::from_millis(1500);
 
@@ -47,7 +48,7 @@ fn root_names(server: &Server) -> Vec<String> {
 
 /// Runs `cmd` in the sandbox from a thread of its own, and returns once it
 /// has surely started, so that what comes next waits for it.
-fn running(server: &Arc<Server>, name: &str, cmd: &str) -> thread::JoinHandle<Exec> {
+fn running(server: &Arc<Server>, name: &str, cmd: &str) -> thread::JoinHandle<ExecResult> {
     let (server, name, cmd) = (Arc::clone(server), name.to_string(), cmd.to_string());
     let runner = thread::spawn(move || server.exec(&name, &cmd));
     thread::sleep(Duration::from_millis(200));

@@ -29,7 +29,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use duet_wire::stream::Event;
+use duet_wire::stream::{Event, OUTPUT_EVENT_BYTES};
 use duet_wire::{ExecRequest, ExecResult, RestoreResult, Route, Stream, MAX_BYTES, TIMEOUT_MS};
 use http_body_util::channel::{Channel, SendError, Sender};
 use http_body_util::combinators::BoxBody;
@@ -48,10 +48,10 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::abandon::{self, Abandon};
 use crate::error::Error;
+use crate::progress::Progress;
 use crate::sandboxes::Sandboxes;
 use crate::session::Outcome;
 use crate::timestamp::iso8601_millis;
-use crate::watch::Watch;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Chunks of a streamed body in flight at once.
@@ -59,9 +59,6 @@ const CHUNKS_IN_FLIGHT: usize = 8;
 const FILE_CHUNK: usize = 64 * 1024;
 /// Longest a streamed command's output waits to be sent.
 const FLUSH_AFTER: Duration = Duration::from_millis(50);
-/// Largest `data` of one output event; this much output waiting is sent at
-/// once.
-const EVENT_BYTES: usize = 16 * 1024;
 
 pub struct App {
     pub sandboxes: Arc<Sandboxes>,
@@ -181,17 +178,17 @@ async fn exec_stream(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
     let (request, timeout) = exec_request(app, req).await?;
-    let watch = Arc::new(Watch::default());
+    let progress = Arc::new(Progress::default());
     let mut run: Run = {
-        let (sandboxes, watch) = (Arc::clone(&app.sandboxes), Arc::clone(&watch));
+        let (sandboxes, progress) = (Arc::clone(&app.sandboxes), Arc::clone(&progress));
         let (name, cmd) = (name.to_string(), request.cmd.clone());
-        Box::pin(async move { sandboxes.exec(&name, cmd, timeout, Some(watch)).await })
+        Box::pin(async move { sandboxes.exec(&name, cmd, timeout, Some(progress)).await })
     };
     let started = loop {
         tokio::select! {
             // The start is told before the command can end.
             biased;
-            () = watch.changed() => if let Some(at) = watch.started() {
+            () = progress.changed() => if let Some(at) = progress.started() {
                 break at;
             },
             ran = &mut run => return Err(ran.err().unwrap_or_else(|| {
@@ -200,12 +197,12 @@ async fn exec_stream(
         }
     };
     let (sender, body) = Channel::new(CHUNKS_IN_FLIGHT);
-    let feed = Feed {
+    let body_out = StreamBody {
         body: sender,
         stdout_sent: 0,
         stderr_sent: 0,
     };
-    tokio::spawn(stream_events(feed, request.cmd, started, watch, run));
+    tokio::spawn(stream_events(body_out, request.cmd, started, progress, run));
     Response::builder()
         .header(CONTENT_TYPE, "application/x-ndjson")
         .body(body.boxed())
@@ -213,13 +210,13 @@ async fn exec_stream(
 }
 
 /// Sends the events of a started command: start, its output as it comes
-/// (at most [`FLUSH_AFTER`] late, sooner once [`EVENT_BYTES`] wait), end.
+/// (at most [`FLUSH_AFTER`] late, sooner once [`OUTPUT_EVENT_BYTES`] wait), end.
 /// If the client goes away this stops, and the command runs on to its end.
 async fn stream_events(
-    mut feed: Feed,
+    mut body_out: StreamBody,
     command: String,
     started: SystemTime,
-    watch: Arc<Watch>,
+    progress: Arc<Progress>,
     mut run: Run,
 ) {
     let timestamp = iso8601_millis(started);
@@ -227,17 +224,17 @@ async fn stream_events(
         command: &command,
         timestamp: &timestamp,
     };
-    if feed.send(&start).await.is_err() {
+    if body_out.send(&start).await.is_err() {
         return;
     }
     // When the oldest output waiting is due; looked at on every wake-up,
     // output that came before this loop included.
     let mut due = None;
     let ran = loop {
-        let waiting = watch.waiting();
-        if waiting >= EVENT_BYTES || due.is_some_and(|at| at <= Instant::now()) {
+        let waiting = progress.waiting();
+        if waiting >= OUTPUT_EVENT_BYTES || due.is_some_and(|at| at <= Instant::now()) {
             due = None;
-            if feed.output(watch.take()).await.is_err() {
+            if body_out.output(progress.take()).await.is_err() {
                 return;
             }
         } else if waiting > 0 {
@@ -245,25 +242,25 @@ async fn stream_events(
         }
         tokio::select! {
             ran = &mut run => break ran,
-            () = watch.changed() => {}
+            () = progress.changed() => {}
             () = sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => {}
         }
     };
     // A command that started always has an outcome.
     let Ok(outcome) = ran else { return };
     let result = exec_result(outcome, command);
-    let _ = feed.finish(watch.take(), &result).await;
+    let _ = body_out.finish(progress.take(), &result).await;
 }
 
 /// The NDJSON body of a streamed command.
-struct Feed {
+struct StreamBody {
     body: Sender<Bytes>,
     /// Bytes of each stream's text sent so far.
     stdout_sent: usize,
     stderr_sent: usize,
 }
 
-impl Feed {
+impl StreamBody {
     async fn send(&mut self, event: &Event<'_>) -> Result<(), SendError> {
         // Serializing these plain values cannot fail.
         let mut line = serde_json::to_vec(event).unwrap_or_default();
@@ -278,11 +275,11 @@ impl Feed {
         Ok(())
     }
 
-    /// Sends `text` in events of at most [`EVENT_BYTES`], cut between
+    /// Sends `text` in events of at most [`OUTPUT_EVENT_BYTES`], cut between
     /// characters.
     async fn text(&mut self, stream: Stream, mut text: &str) -> Result<(), SendError> {
         while !text.is_empty() {
-            let (data, rest) = text.split_at(text.floor_char_boundary(EVENT_BYTES));
+            let (data, rest) = text.split_at(text.floor_char_boundary(OUTPUT_EVENT_BYTES));
             let event = Event::Output { stream, data };
             self.send(&event).await?;
             *match stream {

@@ -14,11 +14,11 @@ mod links;
 mod log;
 mod output;
 mod procs;
+mod progress;
 mod rlimits;
 mod sandboxes;
 mod session;
 mod timestamp;
-mod watch;
 mod workspace;
 
 use std::ffi::CStr;

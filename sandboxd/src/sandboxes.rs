@@ -39,9 +39,9 @@ use crate::abandon::Abandon;
 use crate::archive::{self, Bounds, Restored};
 use crate::error::Error;
 use crate::log::{self, CommandLog};
+use crate::progress::Progress;
 use crate::rlimits::Limits;
 use crate::session::{End, Outcome, Session};
-use crate::watch::Watch;
 use crate::workspace;
 
 pub const MAX_NAME_LEN: usize = 160;
@@ -139,11 +139,11 @@ impl Sandboxes {
         name: &str,
         cmd: String,
         timeout: Duration,
-        watch: Option<Arc<Watch>>,
+        progress: Option<Arc<Progress>>,
     ) -> Result<Outcome, Error> {
         validate_name(name)?;
         let (this, name) = (Arc::clone(self), name.to_string());
-        detached(async move { this.exec_in_order(&name, &cmd, timeout, watch).await }).await
+        detached(async move { this.exec_in_order(&name, &cmd, timeout, progress).await }).await
     }
 
     /// Ends the sandbox's shell and everything it started, and removes its
@@ -200,7 +200,7 @@ impl Sandboxes {
         name: &str,
         cmd: &str,
         timeout: Duration,
-        watch: Option<Arc<Watch>>,
+        progress: Option<Arc<Progress>>,
     ) -> Result<Outcome, Error> {
         let sandbox = self.entry(name);
         let mut destroyed = sandbox.generation.subscribe();
@@ -235,7 +235,13 @@ impl Sandboxes {
             let _ = destroyed.changed().await;
         };
         let mut outcome = session
-            .run(cmd, timeout, self.settings.output_limit, cancelled, watch)
+            .run(
+                cmd,
+                timeout,
+                self.settings.output_limit,
+                cancelled,
+                progress,
+            )
             .await;
         if let Some(ended) = ended {
             outcome.note(&ended.note_for_next());

@@ -36,9 +36,9 @@
 //! persist. State leaks between commands are intended; the container, not
 //! this process, is the security boundary.
 //!
-//! A command may be watched (see `watch`): the watch is told when it starts
-//! and gets its output as the captures turn it into text, so what it gets
-//! is always the start of what the result will hold, never a marker.
+//! A command may be followed (see `progress`): its progress is told when it
+//! starts and gets its output as the captures turn it into text, so what it
+//! gets is always the start of what the result will hold, never a marker.
 //!
 //! A shell no command can break
 //! ----------------------------
@@ -135,8 +135,8 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use crate::error::Error;
 use crate::output::Capture;
 use crate::procs;
+use crate::progress::Progress;
 use crate::rlimits::Limits;
-use crate::watch::Watch;
 
 /// How long bash gets to come back after the command's processes were
 /// killed on timeout.
@@ -380,7 +380,7 @@ impl Session {
         timeout: Duration,
         output_limit: usize,
         cancelled: impl Future<Output = ()>,
-        watch: Option<Arc<Watch>>,
+        progress: Option<Arc<Progress>>,
     ) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
@@ -389,11 +389,11 @@ impl Session {
         let script = wrap_command(cmd, &tail);
         let mut out = Capture::new(marker.as_bytes(), output_limit);
         let mut err = Capture::new(marker.as_bytes(), output_limit);
-        if let Some(watch) = watch {
-            watch.start(started);
+        if let Some(progress) = progress {
+            progress.start(started);
             for (capture, stream) in [(&mut out, Stream::Stdout), (&mut err, Stream::Stderr)] {
-                let watch = Arc::clone(&watch);
-                capture.tap(Box::new(move |text: &str| watch.add(stream, text)));
+                let progress = Arc::clone(&progress);
+                capture.tap(Box::new(move |text: &str| progress.add(stream, text)));
             }
         }
         let Session { child, sid, pipes } = self;

@@ -24,8 +24,6 @@ use crate::api::live::{self, CloseReason, Event, FromWatcher, Source};
 use crate::api::wire::Message;
 use crate::api::ApiError;
 
-/// The most text one output event carries.
-const OUTPUT_EVENT_BYTES: usize = 16 * 1024;
 /// Close code for a watcher too far behind.
 const TOO_SLOW: u16 = 4008;
 /// Close code for a watcher that sent a frame too large.
@@ -109,11 +107,10 @@ impl Feed {
         id
     }
 
-    /// Tells the watchers a piece of a command's output.
+    /// Tells the watchers a piece of a command's output, as sandboxd cut it
+    /// (at most `duet_wire::stream::OUTPUT_EVENT_BYTES`).
     pub fn command_output(&self, state: &State, id: &str, stream: &str, data: &str) {
-        for data in chunks(data, OUTPUT_EVENT_BYTES) {
-            self.broadcast(state, &Event::Output { id, stream, data }.to_json());
-        }
+        self.broadcast(state, &Event::Output { id, stream, data }.to_json());
     }
 
     /// Tells the watchers how a command ended, from sandboxd's result (its
@@ -182,35 +179,4 @@ impl Feed {
 fn random_id(prefix: char) -> String {
     let bits = (worker::js_sys::Math::random() * 2f64.powi(62)) as u64;
     format!("{prefix}{bits:016x}")
-}
-
-/// `text` in pieces of at most `max` bytes, never splitting a character.
-fn chunks(text: &str, max: usize) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut end = rest.len().min(max);
-        while !rest.is_char_boundary(end) {
-            end -= 1;
-        }
-        let (piece, after) = rest.split_at(end);
-        rest = after;
-        Some(piece)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chunks_keep_characters_whole() {
-        let text = format!("{}é{}", "a".repeat(5), "b".repeat(3));
-        let pieces: Vec<&str> = chunks(&text, 6).collect();
-        assert_eq!(pieces, ["aaaaa", "ébbb"]);
-        assert_eq!(chunks("", 4).count(), 0);
-        assert_eq!(chunks("abcd", 4).collect::<Vec<_>>(), ["abcd"]);
-    }
 }

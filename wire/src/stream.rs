@@ -15,6 +15,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::ExecResult;
 
+/// The most text one output event carries: sandboxd cuts output into events
+/// of at most this many bytes (between characters), and the worker passes
+/// them on to the room's watchers as they are.
+pub const OUTPUT_EVENT_BYTES: usize = 16 * 1024;
+
 /// One line as sandboxd writes it.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]

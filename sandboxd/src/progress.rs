@@ -14,7 +14,7 @@ use duet_wire::Stream;
 use tokio::sync::Notify;
 
 #[derive(Default)]
-pub struct Watch {
+pub struct Progress {
     state: Mutex<State>,
     changed: Notify,
 }
@@ -28,7 +28,7 @@ struct State {
     first: Option<Stream>,
 }
 
-impl Watch {
+impl Progress {
     pub fn start(&self, at: SystemTime) {
         self.state().started = Some(at);
         self.changed.notify_one();
@@ -88,20 +88,20 @@ mod tests {
 
     #[test]
     fn output_is_merged_per_stream_and_taken_in_order_of_arrival() {
-        let watch = Watch::default();
-        watch.add(Stream::Stderr, "e1");
-        watch.add(Stream::Stdout, "o1");
-        watch.add(Stream::Stderr, "e2");
-        assert_eq!(watch.waiting(), 6);
+        let progress = Progress::default();
+        progress.add(Stream::Stderr, "e1");
+        progress.add(Stream::Stdout, "o1");
+        progress.add(Stream::Stderr, "e2");
+        assert_eq!(progress.waiting(), 6);
         assert_eq!(
-            watch.take(),
+            progress.take(),
             [
                 (Stream::Stderr, "e1e2".to_string()),
                 (Stream::Stdout, "o1".to_string())
             ]
         );
-        assert_eq!(watch.take(), []);
-        watch.add(Stream::Stdout, "o2");
-        assert_eq!(watch.take(), [(Stream::Stdout, "o2".to_string())]);
+        assert_eq!(progress.take(), []);
+        progress.add(Stream::Stdout, "o2");
+        assert_eq!(progress.take(), [(Stream::Stdout, "o2".to_string())]);
     }
 }

@@ -1,6 +1,9 @@
-//! One JSON line per command on stderr: the sandbox, how long it ran, its
-//! exit code, how much output it gave and whether it timed out. Never the
-//! command's text or output. Keys as in the worker's log lines.
+//! One JSON line per command on stderr: the sandbox, the command's number,
+//! how long it ran, its exit code, how much output it gave and whether it
+//! timed out. Never the command's text or output. Keys as in the worker's
+//! log lines.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
@@ -11,6 +14,9 @@ use crate::session::Outcome;
 pub struct CommandLog<'a> {
     pub event: &'static str,
     pub sandbox: &'a str,
+    /// Commands are numbered from 1 in the order they end, across the
+    /// process: the id that tells one command's line from another's.
+    pub command: u64,
     pub duration_ms: u64,
     pub exit_code: i32,
     /// Of the answer's stdout and stderr, sandboxd's notes included.
@@ -22,9 +28,11 @@ pub struct CommandLog<'a> {
 
 impl<'a> CommandLog<'a> {
     pub fn new(sandbox: &'a str, outcome: &Outcome) -> Self {
+        static ENDED: AtomicU64 = AtomicU64::new(0);
         CommandLog {
             event: "command",
             sandbox,
+            command: ENDED.fetch_add(1, Ordering::Relaxed) + 1,
             duration_ms: outcome.duration_ms(),
             exit_code: outcome.exit_code,
             stdout_bytes: outcome.stdout.len(),
@@ -59,10 +67,19 @@ mod tests {
             duration: Duration::from_millis(1234),
             shell_usable: true,
         };
-        let line = serde_json::to_string(&CommandLog::new("room-1", &outcome)).unwrap();
+        let first = CommandLog::new("room-1", &outcome);
+        let line = serde_json::to_string(&first).unwrap();
+        let number = first.command;
         assert_eq!(
             line,
-            r#"{"event":"command","sandbox":"room-1","durationMs":1234,"exitCode":124,"stdoutBytes":11,"stderrBytes":39,"timedOut":true,"truncated":false}"#
+            format!(
+                r#"{{"event":"command","sandbox":"room-1","command":{number},"durationMs":1234,"exitCode":124,"stdoutBytes":11,"stderrBytes":39,"timedOut":true,"truncated":false}}"#
+            )
+        );
+        assert!(number >= 1);
+        assert!(
+            CommandLog::new("room-1", &outcome).command > number,
+            "each line its own number"
         );
     }
 }

@@ -349,6 +349,7 @@ fn one_json_log_line_per_command_without_its_text_or_output() {
         assert_eq!(
             keys,
             [
+                "command",
                 "durationMs",
                 "event",
                 "exitCode",
@@ -373,6 +374,11 @@ fn one_json_log_line_per_command_without_its_text_or_output() {
     );
     assert_eq!(lines[0]["stdoutBytes"], "topsecret-output\n".len());
     assert_eq!(lines[1]["timedOut"], true);
+    let numbers = (lines[0]["command"].as_u64(), lines[1]["command"].as_u64());
+    assert!(
+        matches!(numbers, (Some(a), Some(b)) if a >= 1 && b > a),
+        "{numbers:?}"
+    );
     // A streamed command is logged the same way.
     let (status, _) = server.raw(
         "POST",

@@ -2,8 +2,9 @@
 // JavaScript reference of bench/reference/) answer alike: the same statuses,
 // headers that matter, error texts and JSON shapes, the same replies and
 // histories, for /health, errors and limits, /message (including `<run>`
-// rounds and the model's whole context), /messages, /sandbox/exec and
-// DELETE. Each worker gets the same sequence of requests in turn (they may
+// rounds, the model's whole context and a long command quoted cut),
+// /messages, /sandbox/exec (including what another site's page could send)
+// and DELETE. Each worker gets the same sequence of requests in turn (they may
 // share one sandboxd: the sequence ends by deleting its room).
 //
 // Values that differ by nature are reduced to their shape: timestamps to
@@ -77,6 +78,7 @@ async function sequence(base, { room, token }) {
   await call("message: one command, then the model sees its output", "POST", `${r}/message`, { text: "steps echo hi" });
   await call("message: two commands in one answer", "POST", `${r}/message`, { text: "raw Look: <run>echo one</run> and <run>printf 'two\\nlines'</run>" });
   await call("message: the model's whole context", "POST", `${r}/message`, { text: "context" });
+  await call("message: a long command, quoted cut", "POST", `${r}/message`, { text: `raw <run>echo ${"x".repeat(300)}</run>` });
   for (let i = 0; i < 6; i++) await call(`message: filler ${i}`, "POST", `${r}/messages`, { text: `filler ${i}` });
   await call("history: the last 20", "GET", `${r}/messages`);
   await call("exec: echo", "POST", `${r}/sandbox/exec`, { cmd: "echo hi" });
@@ -84,6 +86,8 @@ async function sequence(base, { room, token }) {
   await call("exec: no cmd", "POST", `${r}/sandbox/exec`, {});
   await call("exec: bad timeout", "POST", `${r}/sandbox/exec`, { cmd: "true", timeoutMs: 0 });
   await call("exec: not JSON", "POST", `${r}/sandbox/exec`, "{");
+  await call("exec: sent as text/plain", "POST", `${r}/sandbox/exec`, JSON.stringify({ cmd: "id" }), { "content-type": "text/plain" });
+  await call("exec: from another site", "POST", `${r}/sandbox/exec`, { cmd: "id" }, { origin: "https://elsewhere.example" });
   await call("DELETE", "DELETE", r);
   await call("history after DELETE", "GET", `${r}/messages`);
   await call("DELETE /messages", "DELETE", `${r}/messages`);

@@ -49,6 +49,7 @@ const MAX_MODEL_CALLS = 4;
 const MAX_COMMANDS_PER_MESSAGE = 8;
 const MODEL_OUTPUT_CHARS = 2_000;
 const SUMMARY_CHARS = 500;
+const QUOTED_CMD_CHARS = 200;
 const MAX_HISTORY_CONTEXT_CHARS = 16_000;
 const MAX_MODEL_ANSWER_CHARS = 8_000;
 const AI_TIMEOUT_MS = 15_000;
@@ -101,6 +102,8 @@ const badJson = (why) => new ApiError(400, `request body is not valid JSON: ${wh
 const notAnObject = () => new ApiError(400, "request body must be a JSON object");
 const unreadableBody = (why) => new ApiError(400, `request body could not be read: ${why}`);
 const unauthorized = () => new ApiError(401, "missing or wrong bearer token");
+const crossSite = (origin) => new ApiError(403, `cross-site request refused: the Origin ${origin} is not this worker's own`);
+const notJson = () => new ApiError(415, "the request body must be JSON, sent with Content-Type: application/json");
 const notFound = () => new ApiError(404, `no such endpoint; supported: ${ENDPOINTS}`);
 const methodNotAllowed = (allow) => new ApiError(405, `method not allowed; allowed: ${allow}`, { allow });
 const cleanedUp = () => new ApiError(409, "the room was cleaned up while this request was in flight; nothing of it was kept");
@@ -422,8 +425,19 @@ function checkToken(req, env, path) {
   if (!byProtocol && !sameToken(header.startsWith("Bearer ") ? header.slice(7) : "", token)) throw unauthorized();
 }
 
+/** Refuses what another site's page could have sent (src/api/cross_site.rs). */
+function checkCrossSite(req, route) {
+  const origin = req.headers.get("origin");
+  if (["message", "exec", "cleanup"].includes(route.action) && origin !== null && origin.toLowerCase() !== new URL(req.url).origin) {
+    throw crossSite(origin);
+  }
+  const type = (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if ((route.action === "message" || route.action === "exec") && type !== "application/json") throw notJson();
+}
+
 async function dispatch(req, env, route) {
   if (route.action === "health") return new Response("ok");
+  checkCrossSite(req, route);
   if (route.action === "message" || route.action === "exec") checkDeclaredLength(req);
   const stub = route.action === "exec" ? env.Sandbox.getByName(sandboxName(route.room)) : env.DUET_AGENT.getByName(route.room);
   try {
@@ -597,9 +611,16 @@ function summary(stdout, stderr) {
 }
 
 /** One answer as the room sees it: its prose, then each command's output or error. */
+/** A command as its block's header quotes it. */
+function quoted(cmd) {
+  const shown = firstChars(cmd, QUOTED_CMD_CHARS);
+  return shown.length < cmd.length ? `${shown}…` : cmd;
+}
+
 function answerText({ prose, ran, skipped }) {
   let text = prose.trimEnd();
-  for (const [cmd, outcome] of ran) {
+  for (const [full, outcome] of ran) {
+    const cmd = quoted(full);
     text += outcome.ran ? `\n\nOutput (${cmd}):\n${summary(outcome.ran.stdout, outcome.ran.stderr)}` : `\n\nError (${cmd}):\n${withoutControls(outcome.failed)}`;
   }
   if (skipped > 0) text += `\n\n[${skipped} more command(s) not run: at most ${MAX_RUNS_PER_ANSWER} run per answer]`;
@@ -726,9 +747,17 @@ async function exchange(env, room, history, text, started, stillCurrent) {
     }
     followUps.push([answer, resultsTurn(round)]);
   }
-  const parts = rounds.map(answerText).filter((t) => t !== "");
-  if (stop) parts.push(stop);
-  return parts.join("\n\n");
+  return boundedReply(rounds.map(answerText).filter((t) => t !== "").join("\n\n"), stop);
+}
+
+/** The reply in at most MAX_TEXT_CHARS characters, keeping the stop note (src/chat/rounds.rs). */
+function boundedReply(body, note) {
+  const paragraphs = (first, then) => (then ? (first ? `${first}\n\n${then}` : then) : first);
+  const whole = paragraphs(body, note);
+  if ([...whole].length <= MAX_TEXT_CHARS) return whole;
+  const tail = paragraphs(`[Cut: the reply was over ${MAX_TEXT_CHARS} characters]`, note);
+  const room = Math.max(0, MAX_TEXT_CHARS - ([...tail].length + 2));
+  return firstChars(paragraphs(firstChars(body, room).trimEnd(), tail), MAX_TEXT_CHARS);
 }
 
 // ---- DuetAgent (src/agent)

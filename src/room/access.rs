@@ -1,0 +1,113 @@
+//! A room's side of its tokens (`api::token`): the claims the front door
+//! passes on to the object a request reaches, the room's generation that
+//! each of its objects keeps and checks them against, and the deployment's
+//! access mode as the front door and both objects read it.
+//!
+//! The generation is a fresh random id. The DuetAgent owns it: it makes one
+//! at the room's first invite and a new one when the invites are revoked,
+//! telling the Sandbox object each time before it keeps it itself (the
+//! Sandbox object keeps a copy, so commands and the live feed need no hop,
+//! and closes the sockets of every other generation's tokens). Both forget
+//! it when the room is deleted or its history expires. A room with no
+//! generation takes no room token, so the tokens of a forgotten room never
+//! come back, and nothing of a room is kept once it is gone.
+
+use std::cell::RefCell;
+
+use worker::{web_sys, Env, SqlStorage, SqlStorageValue};
+
+use crate::api::access::{self, Mode};
+use crate::api::token::Claims;
+use crate::api::ApiError;
+use crate::runtime::config;
+
+/// The header in which the front door passes a room token's verified
+/// claims (its payload) on to the room's object. The front door always
+/// overwrites it: one sent from outside never reaches an object. A request
+/// without it came with the service token, or in open mode: an owner's.
+pub const CLAIMS_HEADER: &str = "x-duet-claims";
+
+/// The claims the front door passed on with `req`, if it came with a room
+/// token.
+pub fn claims_of(req: &web_sys::Request) -> Result<Option<Claims>, ApiError> {
+    let Some(payload) = req.headers().get(CLAIMS_HEADER)? else {
+        return Ok(None);
+    };
+    Claims::from_payload(&payload).map(Some).ok_or_else(|| {
+        ApiError::Internal("the front door passed on claims it did not write".into())
+    })
+}
+
+/// The deployment's access mode (`DUET_ACCESS`, `DUET_API_TOKEN`).
+pub fn mode(env: &Env) -> Result<Mode, ApiError> {
+    let access = config::get(env, "DUET_ACCESS");
+    let service = config::get(env, "DUET_API_TOKEN").is_some();
+    access::mode(access.as_deref(), service).map_err(ApiError::AccessNotConfigured)
+}
+
+/// The room's generation in an object's SQLite storage, kept in memory too
+/// (the object is its only writer).
+pub struct Generation {
+    sql: SqlStorage,
+    /// As last read or written (`None`: not read yet).
+    cache: RefCell<Option<Option<String>>>,
+}
+
+impl Generation {
+    pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS access (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                generation TEXT NOT NULL
+            )",
+            None,
+        )?;
+        Ok(Self {
+            sql,
+            cache: RefCell::default(),
+        })
+    }
+
+    pub fn current(&self) -> worker::Result<Option<String>> {
+        if let Some(current) = &*self.cache.borrow() {
+            return Ok(current.clone());
+        }
+        #[derive(serde::Deserialize)]
+        struct Row {
+            generation: String,
+        }
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT generation FROM access WHERE id = 1", None)?
+            .to_array()?;
+        let current = rows.into_iter().next().map(|row| row.generation);
+        *self.cache.borrow_mut() = Some(current.clone());
+        Ok(current)
+    }
+
+    /// Keeps `generation`, or forgets the room's (`None`).
+    pub fn set(&self, generation: Option<&str>) -> worker::Result<()> {
+        match generation {
+            Some(generation) => self.sql.exec(
+                "INSERT INTO access (id, generation) VALUES (1, ?)
+                 ON CONFLICT (id) DO UPDATE SET generation = excluded.generation",
+                vec![SqlStorageValue::from(generation)],
+            )?,
+            None => self.sql.exec("DELETE FROM access", None)?,
+        };
+        *self.cache.borrow_mut() = Some(generation.map(str::to_owned));
+        Ok(())
+    }
+
+    /// Refuses a room token of another generation than the room's (401):
+    /// revoked, or of a room since forgotten.
+    pub fn admit(&self, claims: Option<&Claims>) -> Result<(), ApiError> {
+        let Some(claims) = claims else {
+            return Ok(());
+        };
+        match self.current()? {
+            Some(current) if current == claims.generation => Ok(()),
+            _ => Err(ApiError::TokenRevoked),
+        }
+    }
+}

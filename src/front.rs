@@ -3,11 +3,12 @@
 //! refuses what another site's page could have sent (see `api::cross_site`)
 //! and a body declared too large, and hands the request itself, body unread,
 //! to the room's Durable Object (DuetAgent, or Sandbox for exec), which reads
-//! the body within the same bound and checks a room token's generation. It
+//! the body within the same bound, and the same token's claims, and checks
+//! the room token's generation. It
 //! knows nothing of storage, models or shells. It works on the runtime's own
 //! request and response (see the crate docs).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use serde::Serialize;
 use worker::wasm_bindgen::JsCast;
@@ -17,9 +18,8 @@ use worker::Env;
 
 use crate::api::access::{self, Mode};
 use crate::api::route::{self, Action, Route};
-use crate::api::token::{self, Claims};
-use crate::api::{auth, cross_site, live, ApiError};
-use crate::room::access::CLAIMS_HEADER;
+use crate::api::token::{self, Claims, Known};
+use crate::api::{auth, cross_site, ApiError};
 use crate::runtime::log::{self, RequestLog};
 use crate::runtime::{body, clock, config, respond, signing};
 use crate::{room, web};
@@ -29,19 +29,15 @@ enum Credential {
     /// The service token, or anyone in open mode: an owner in every room.
     Owner,
     /// A room token, its MAC checked and not expired.
-    Room { claims: Claims, payload: String },
+    Room(Claims),
 }
 
 impl Credential {
-    /// Refuses `action` in `room` to a room token that does not allow it;
-    /// answers the claims to pass on to the room's object.
-    fn admit(&self, room: &str, action: Action) -> Result<Option<&str>, ApiError> {
+    /// Refuses `action` in `room` to a room token that does not allow it.
+    fn admit(&self, room: &str, action: Action) -> Result<(), ApiError> {
         match self {
-            Self::Owner => Ok(None),
-            Self::Room { claims, payload } => {
-                access::admit(claims, room, action)?;
-                Ok(Some(payload))
-            }
+            Self::Owner => Ok(()),
+            Self::Room(claims) => access::admit(claims, room, action),
         }
     }
 }
@@ -93,35 +89,40 @@ async fn credential(req: &web_sys::Request, env: &Env, path: &str) -> Result<Cre
     if !path.starts_with("/api/") || mode? == Mode::Open {
         return Ok(Credential::Owner);
     }
-    let header = header_of(req, "authorization")?;
-    let presented = match auth::bearer(header.as_deref()) {
-        Some(bearer) => Some(bearer.to_owned()),
-        None => header_of(req, "sec-websocket-protocol")?
-            .and_then(|protocols| live::token_from_protocols(&protocols)),
-    }
-    .ok_or(ApiError::Unauthorized)?;
+    let presented = room::access::presented(req)?.ok_or(ApiError::Unauthorized)?;
     let service = config::get(env, "DUET_API_TOKEN").unwrap_or_default();
     if auth::same_token(&presented, &service) {
         return Ok(Credential::Owner);
     }
     let parsed = token::parse(&presented).ok_or(ApiError::Unauthorized)?;
-    let mac = signing::mac(env, parsed.signed.as_bytes()).await?;
-    if !auth::same_bytes(&mac, &parsed.mac) {
-        return Err(ApiError::Unauthorized);
-    }
-    let claims = Claims::from_payload(parsed.payload).ok_or(ApiError::Unauthorized)?;
+    let known = VERIFIED.with(|verified| verified.borrow().get(&presented, &parsed.mac));
+    let claims = match known {
+        Some(claims) => claims,
+        None => {
+            let mac = signing::mac(env, parsed.signed.as_bytes()).await?;
+            if !auth::same_bytes(&mac, &parsed.mac) {
+                return Err(ApiError::Unauthorized);
+            }
+            let claims = Claims::from_payload(parsed.payload).ok_or(ApiError::Unauthorized)?;
+            VERIFIED.with(|verified| {
+                verified
+                    .borrow_mut()
+                    .insert(&presented, &parsed.mac, &claims)
+            });
+            claims
+        }
+    };
     if claims.expired(clock::now_ms()) {
         return Err(ApiError::TokenExpired);
     }
-    Ok(Credential::Room {
-        payload: parsed.payload.to_owned(),
-        claims,
-    })
+    Ok(Credential::Room(claims))
 }
 
 thread_local! {
     /// This isolate has warned that the worker is open.
     static WARNED_OPEN: Cell<bool> = const { Cell::new(false) };
+    /// The room tokens this isolate has verified.
+    static VERIFIED: RefCell<Known> = RefCell::default();
 }
 
 /// Warns, once per isolate, that anyone may use every room.
@@ -155,32 +156,16 @@ async fn dispatch(
         Route::Page(page) => return Ok(web::serve(&page)?.into()),
         Route::Room { room, action } => (room, action),
     };
-    let claims = credential.admit(&room, action)?;
+    credential.admit(&room, action)?;
     let origin = header_of(&req, "origin")?;
     let content_type = header_of(&req, "content-type")?;
     cross_site::check(action, url, origin.as_deref(), content_type.as_deref())?;
     if action.has_body() {
         body::check_declared_length(&req)?;
     }
-    let req = with_claims(req, claims)?;
     let stub = room::calls::serving(env, &room, action)?.into_rpc::<DurableObject>();
     let answer = JsFuture::from(stub.fetch_with_request(&req)?).await?;
     Ok(answer.unchecked_into())
-}
-
-/// The request as the room's object gets it: with a room token's claims in
-/// [`CLAIMS_HEADER`], and never with one sent from outside. Copied only
-/// when the header changes (a request's own headers cannot be).
-fn with_claims(req: web_sys::Request, claims: Option<&str>) -> Result<web_sys::Request, ApiError> {
-    if claims.is_none() && !req.headers().has(CLAIMS_HEADER)? {
-        return Ok(req);
-    }
-    let copy = web_sys::Request::new_with_request(&req)?;
-    match claims {
-        Some(claims) => copy.headers().set(CLAIMS_HEADER, claims)?,
-        None => copy.headers().delete(CLAIMS_HEADER)?,
-    }
-    Ok(copy)
 }
 
 fn header_of(req: &web_sys::Request, name: &str) -> Result<Option<String>, ApiError> {

@@ -104,7 +104,7 @@ impl DuetAgent {
 
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
         let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
-        let claims = access::claims_of(&req)?;
+        let claims = access::claims_of(&req, &self.env)?;
         if let Asked::Public(_) = asked {
             self.generation.admit(claims.as_ref())?;
         }

@@ -24,14 +24,15 @@ pub fn encode(bytes: &[u8]) -> String {
 /// The bytes `text` encodes; `None` unless it is their canonical encoding.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     let value = |c: u8| -> Option<u32> {
-        Some(match c {
+        let v = match c {
             b'A'..=b'Z' => c - b'A',
             b'a'..=b'z' => c - b'a' + 26,
             b'0'..=b'9' => c - b'0' + 52,
             b'-' => 62,
             b'_' => 63,
             _ => return None,
-        } as u32)
+        };
+        Some(u32::from(v))
     };
     if text.len() % 4 == 1 {
         return None;

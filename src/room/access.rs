@@ -1,7 +1,7 @@
-//! A room's side of its tokens (`api::token`): the claims the front door
-//! passes on to the object a request reaches, the room's generation that
-//! each of its objects keeps and checks them against, and the deployment's
-//! access mode as the front door and both objects read it.
+//! A room's side of its tokens (`api::token`): which token a request
+//! presents, what it grants in the object the request reaches, the room's
+//! generation that each of its objects keeps and checks it against, and the
+//! deployment's access mode as the front door and both objects read it.
 //!
 //! The generation is a fresh random id. The DuetAgent owns it: it makes one
 //! at the room's first invite and a new one when the invites are revoked,
@@ -17,25 +17,56 @@ use std::cell::RefCell;
 use worker::{web_sys, Env, SqlStorage, SqlStorageValue};
 
 use crate::api::access::{self, Mode};
-use crate::api::token::Claims;
-use crate::api::ApiError;
+use crate::api::token::{self, Claims, Known};
+use crate::api::{auth, live, ApiError};
 use crate::runtime::config;
 
-/// The header in which the front door passes a room token's verified
-/// claims (its payload) on to the room's object. The front door always
-/// overwrites it: one sent from outside never reaches an object. A request
-/// without it came with the service token, or in open mode: an owner's.
-pub const CLAIMS_HEADER: &str = "x-duet-claims";
+/// The token `req` presents: its `Authorization: Bearer` token, else the one
+/// its WebSocket subprotocols carry (browsers cannot set headers on a
+/// WebSocket; see `api::live`). The front door checks this token and the
+/// room's objects read the claims of this same one, so the two never differ
+/// on which it is.
+pub fn presented(req: &web_sys::Request) -> Result<Option<String>, ApiError> {
+    let headers = req.headers();
+    if let Some(bearer) = auth::bearer(headers.get("authorization")?.as_deref()) {
+        return Ok(Some(bearer.to_owned()));
+    }
+    let protocols = headers.get("sec-websocket-protocol")?;
+    Ok(protocols.and_then(|protocols| live::token_from_protocols(&protocols)))
+}
 
-/// The claims the front door passed on with `req`, if it came with a room
-/// token.
-pub fn claims_of(req: &web_sys::Request) -> Result<Option<Claims>, ApiError> {
-    let Some(payload) = req.headers().get(CLAIMS_HEADER)? else {
+/// What the token of a request to one of the room's objects grants: `None`
+/// for an owner (the service token, or anyone in open mode), else the claims
+/// of its room token. Read, not verified again: a request reaches an object
+/// only through the front door, which let it through only with the service
+/// token or with this room token verified (MAC, expiry, room and role), or
+/// from the room's other object, whose calls carry no token. Its generation
+/// is the object's to check ([`Generation::admit`]).
+pub fn claims_of(req: &web_sys::Request, env: &Env) -> Result<Option<Claims>, ApiError> {
+    if mode(env)? == Mode::Open {
+        return Ok(None);
+    }
+    let Some(presented) = presented(req)? else {
         return Ok(None);
     };
-    Claims::from_payload(&payload).map(Some).ok_or_else(|| {
-        ApiError::Internal("the front door passed on claims it did not write".into())
-    })
+    let service = config::get(env, "DUET_API_TOKEN").unwrap_or_default();
+    if auth::same_token(&presented, &service) {
+        return Ok(None);
+    }
+    let not_a_room_token =
+        || ApiError::Internal("a token the front door let through is no room token".into());
+    let parsed = token::parse(&presented).ok_or_else(not_a_room_token)?;
+    if let Some(claims) = READ.with(|read| read.borrow().get(&presented, &parsed.mac)) {
+        return Ok(Some(claims));
+    }
+    let claims = Claims::from_payload(parsed.payload).ok_or_else(not_a_room_token)?;
+    READ.with(|read| read.borrow_mut().insert(&presented, &parsed.mac, &claims));
+    Ok(Some(claims))
+}
+
+thread_local! {
+    /// The room tokens this isolate's objects have read.
+    static READ: RefCell<Known> = RefCell::default();
 }
 
 /// The deployment's access mode (`DUET_ACCESS`, `DUET_API_TOKEN`).

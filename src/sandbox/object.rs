@@ -213,7 +213,7 @@ impl Sandbox {
         let arrived = clock::now_ms();
         let epoch = self.clock.epoch();
         let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
-        let claims = access::claims_of(&req)?;
+        let claims = access::claims_of(&req, &self.env)?;
         if let Asked::Public(_) = asked {
             self.generation.admit(claims.as_ref())?;
         }

@@ -1,20 +1,46 @@
-//! The Worker's front door: it checks the token, routes, refuses what
-//! another site's page could have sent (see `api::cross_site`) and a body
-//! declared too large, and hands the request itself, body unread, to the
-//! room's Durable Object (DuetAgent, or Sandbox for exec), which reads the
-//! body within the same bound. It knows nothing of storage, models or shells.
-//! It works on the runtime's own request and response (see the crate docs).
+//! The Worker's front door: it checks the token (the service token, or a
+//! room token's signature, expiry, room and role: `api::access`), routes,
+//! refuses what another site's page could have sent (see `api::cross_site`)
+//! and a body declared too large, and hands the request itself, body unread,
+//! to the room's Durable Object (DuetAgent, or Sandbox for exec), which reads
+//! the body within the same bound, and the same token's claims, and checks
+//! the room token's generation. It
+//! knows nothing of storage, models or shells. It works on the runtime's own
+//! request and response (see the crate docs).
 
+use std::cell::{Cell, RefCell};
+
+use serde::Serialize;
 use worker::wasm_bindgen::JsCast;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::{web_sys, DurableObject};
 use worker::Env;
 
+use crate::api::access::{self, Mode};
 use crate::api::route::{self, Action, Route};
-use crate::api::{auth, cross_site, live, ApiError};
+use crate::api::token::{self, Claims, Known};
+use crate::api::{auth, cross_site, ApiError};
 use crate::runtime::log::{self, RequestLog};
-use crate::runtime::{body, clock, config, respond};
+use crate::runtime::{body, clock, config, respond, signing};
 use crate::{room, web};
+
+/// Who sent a request, as far as its token says.
+enum Credential {
+    /// The service token, or anyone in open mode: an owner in every room.
+    Owner,
+    /// A room token, its MAC checked and not expired.
+    Room(Claims),
+}
+
+impl Credential {
+    /// Refuses `action` in `room` to a room token that does not allow it.
+    fn admit(&self, room: &str, action: Action) -> Result<(), ApiError> {
+        match self {
+            Self::Owner => Ok(()),
+            Self::Room(claims) => access::admit(claims, room, action),
+        }
+    }
+}
 
 pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
     let started = clock::now_ms();
@@ -29,8 +55,11 @@ pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
         Ok(Route::Room { room, action }) => (action.name(), Some(room.clone())),
         Err(_) => ("unknown", None),
     };
-    let outcome = match check_token(&req, &env, path).and(routed) {
-        Ok(route) => dispatch(req, &env, &url, route).await,
+    let outcome = match credential(&req, &env, path).await {
+        Ok(credential) => match routed {
+            Ok(route) => dispatch(req, &env, &url, route, &credential).await,
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     let error = outcome.as_ref().err().map(ToString::to_string);
@@ -46,22 +75,72 @@ pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
     response
 }
 
-/// With `DUET_API_TOKEN` set, `/api/` needs `Authorization: Bearer <token>`;
-/// a WebSocket may offer the token as a subprotocol instead (browsers cannot
-/// set headers on one; see `api::live`).
-fn check_token(req: &web_sys::Request, env: &Env, path: &str) -> Result<(), ApiError> {
-    let Some(token) = config::get(env, "DUET_API_TOKEN").filter(|_| path.starts_with("/api/"))
-    else {
-        return Ok(());
+/// Who sent a request to `/api/`: in token mode it needs the service token
+/// or a room token, as `Authorization: Bearer <token>` or, on a WebSocket,
+/// as a subprotocol (browsers cannot set headers on one; see `api::live`).
+/// Anything that is neither, a room token whose MAC is wrong included, is a
+/// 401; so is one that has expired. Other paths (health, the page) need
+/// none.
+async fn credential(req: &web_sys::Request, env: &Env, path: &str) -> Result<Credential, ApiError> {
+    let mode = room::access::mode(env);
+    if let Ok(Mode::Open) = mode {
+        warn_open();
+    }
+    if !path.starts_with("/api/") || mode? == Mode::Open {
+        return Ok(Credential::Owner);
+    }
+    let presented = room::access::presented(req)?.ok_or(ApiError::Unauthorized)?;
+    let service = config::get(env, "DUET_API_TOKEN").unwrap_or_default();
+    if auth::same_token(&presented, &service) {
+        return Ok(Credential::Owner);
+    }
+    let parsed = token::parse(&presented).ok_or(ApiError::Unauthorized)?;
+    let known = VERIFIED.with(|verified| verified.borrow().get(&presented, &parsed.mac));
+    let claims = match known {
+        Some(claims) => claims,
+        None => {
+            let mac = signing::mac(env, parsed.signed.as_bytes()).await?;
+            if !auth::same_bytes(&mac, &parsed.mac) {
+                return Err(ApiError::Unauthorized);
+            }
+            let claims = Claims::from_payload(parsed.payload).ok_or(ApiError::Unauthorized)?;
+            VERIFIED.with(|verified| {
+                verified
+                    .borrow_mut()
+                    .insert(&presented, &parsed.mac, &claims)
+            });
+            claims
+        }
     };
-    let header = header_of(req, "authorization")?;
-    let offered = header_of(req, "sec-websocket-protocol")?
-        .and_then(|protocols| live::token_from_protocols(&protocols));
-    let by_protocol = offered.is_some_and(|offered| auth::same_token(&offered, &token));
-    if by_protocol || auth::authorized(header.as_deref(), &token) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
+    if claims.expired(clock::now_ms()) {
+        return Err(ApiError::TokenExpired);
+    }
+    Ok(Credential::Room(claims))
+}
+
+thread_local! {
+    /// This isolate has warned that the worker is open.
+    static WARNED_OPEN: Cell<bool> = const { Cell::new(false) };
+    /// The room tokens this isolate has verified.
+    static VERIFIED: RefCell<Known> = RefCell::default();
+}
+
+/// Warns, once per isolate, that anyone may use every room.
+fn warn_open() {
+    #[derive(Serialize)]
+    struct Warning {
+        level: &'static str,
+        event: &'static str,
+        message: &'static str,
+    }
+    if !WARNED_OPEN.replace(true) {
+        log::emit(&Warning {
+            level: "warn",
+            event: "open-access",
+            message: "DUET_ACCESS is \"open\" and no DUET_API_TOKEN is set: anyone who can \
+                      reach this worker can read every room, run commands in its sandbox \
+                      (which reaches the internet) and delete it",
+        });
     }
 }
 
@@ -70,22 +149,19 @@ async fn dispatch(
     env: &Env,
     url: &str,
     route: Route,
+    credential: &Credential,
 ) -> Result<web_sys::Response, ApiError> {
     let (room, action) = match route {
         Route::Health => return Ok(web_sys::Response::new_with_opt_str(Some("ok"))?),
         Route::Page(page) => return Ok(web::serve(&page)?.into()),
         Route::Room { room, action } => (room, action),
     };
+    credential.admit(&room, action)?;
     let origin = header_of(&req, "origin")?;
     let content_type = header_of(&req, "content-type")?;
     cross_site::check(action, url, origin.as_deref(), content_type.as_deref())?;
     if action.has_body() {
         body::check_declared_length(&req)?;
-    }
-    if action == Action::Live {
-        let upgrade = header_of(&req, "upgrade")?;
-        let protocols = header_of(&req, "sec-websocket-protocol")?;
-        live::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
     }
     let stub = room::calls::serving(env, &room, action)?.into_rpc::<DurableObject>();
     let answer = JsFuture::from(stub.fetch_with_request(&req)?).await?;

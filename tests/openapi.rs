@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 
+use duet_cf_worker::api::access::{self, RoomRole};
 use duet_cf_worker::api::error::{FieldErrors, ENDPOINTS};
 use duet_cf_worker::api::limits::*;
 use duet_cf_worker::api::route::{self, Action, Page, Route};
@@ -60,6 +61,15 @@ fn every_error() -> Vec<ApiError> {
         ApiError::BadJson(String::new()),
         ApiError::NotAnObject,
         ApiError::Unauthorized,
+        ApiError::TokenExpired,
+        ApiError::TokenRevoked,
+        ApiError::OtherRoom,
+        ApiError::Forbidden {
+            needed: RoomRole::Owner,
+            held: RoomRole::Watcher,
+        },
+        ApiError::OpenAccess,
+        ApiError::AccessNotConfigured(String::new()),
         ApiError::CrossSite(String::new()),
         ApiError::NotJson,
         ApiError::NotFound,
@@ -85,6 +95,12 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::BadJson(_)
             | ApiError::NotAnObject
             | ApiError::Unauthorized
+            | ApiError::TokenExpired
+            | ApiError::TokenRevoked
+            | ApiError::OtherRoom
+            | ApiError::Forbidden { .. }
+            | ApiError::OpenAccess
+            | ApiError::AccessNotConfigured(_)
             | ApiError::CrossSite(_)
             | ApiError::NotJson
             | ApiError::NotFound
@@ -249,7 +265,7 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             "{method} {path} documents 413"
         );
     }
-    assert_eq!(bodies, 3);
+    assert_eq!(bodies, 4);
     let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
         .as_str()
         .unwrap();
@@ -280,6 +296,8 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             ("POST", "/api/rooms/{roomId}/sandbox/exec") => room(Action::Exec),
             ("GET", "/api/rooms/{roomId}/sandbox/archive") => room(Action::KeptArchive),
             ("DELETE", "/api/rooms/{roomId}") => room(Action::Cleanup),
+            ("POST", "/api/rooms/{roomId}/invites") => room(Action::Invite),
+            ("DELETE", "/api/rooms/{roomId}/invites") => room(Action::Revoke),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");
@@ -329,6 +347,62 @@ fn every_status_the_worker_gives_but_500_is_documented() {
         let responses = &operation(&doc, id)["responses"];
         assert!(responses.get("403").is_some(), "{id} documents 403");
     }
+    // Every room route can refuse a token (401) and be misconfigured
+    // (503); one above a watcher's role, or refused to other sites, a 403.
+    for (method, path, op) in operations(&doc) {
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &path.replace("{roomId}", "r1"))
+        else {
+            continue;
+        };
+        let forbidden = access::needed(action) > RoomRole::Watcher || action.needs_own_origin();
+        for (code, documented) in [("401", true), ("403", forbidden), ("503", true)] {
+            assert_eq!(
+                op["responses"].get(code).is_some(),
+                documented,
+                "{method} {path} documents {code}: {documented}"
+            );
+        }
+    }
+}
+
+/// Each room route states the role it needs, as `api::access` says.
+#[test]
+fn every_room_route_names_the_role_it_needs() {
+    let doc = doc();
+    for (method, path, op) in operations(&doc) {
+        if !path.starts_with("/api/") {
+            continue;
+        }
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &path.replace("{roomId}", "r1"))
+        else {
+            panic!("{method} {path}");
+        };
+        assert_eq!(
+            op["x-role"],
+            access::needed(action).name(),
+            "{method} {path}"
+        );
+    }
+}
+
+#[test]
+fn invites_are_bounded_as_the_code_bounds_them() {
+    let doc = doc();
+    let invite = &doc["components"]["schemas"]["InviteRequest"];
+    assert_eq!(invite["required"], json!(["role"]));
+    assert_eq!(
+        invite["properties"]["role"]["enum"],
+        json!(["watcher", "writer", "owner"])
+    );
+    let ttl = &invite["properties"]["ttlSeconds"];
+    assert_eq!(ttl["minimum"], 1);
+    assert_eq!(ttl["maximum"], INVITE_MAX_TTL_SECONDS);
+    assert_eq!(ttl["default"], INVITE_DEFAULT_TTL_SECONDS);
+    assert_eq!(invite["properties"]["name"]["maxLength"], MAX_USER_ID_CHARS);
+    assert_eq!(
+        invite["properties"]["name"]["pattern"],
+        doc["components"]["schemas"]["MessageRequest"]["properties"]["userId"]["pattern"]
+    );
 }
 
 #[test]

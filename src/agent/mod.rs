@@ -4,12 +4,16 @@
 //! exchange's time budget. An exchange is stored as one user message and one
 //! agent message once it is over.
 //!
+//! It also holds the room's invites ([`invites`]): it makes the room's room
+//! tokens and owns the generation they carry (`room::access`).
+//!
 //! Cleanup is final: each cleanup starts a new epoch of the room's clock
 //! (`room::clock`), and an exchange that began in an earlier one runs no
 //! further command and stores nothing (it answers 409), so nothing from
 //! before a `DELETE` reappears after it.
 
 mod exchange;
+mod invites;
 mod store;
 
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
@@ -22,6 +26,7 @@ use crate::api::wire::{
     CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
+use crate::room::access::{self, Generation};
 use crate::room::calls::SandboxObject;
 use crate::room::clock::{RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
@@ -35,6 +40,7 @@ pub struct DuetAgent {
     env: Env,
     timing: Timing,
     clock: RoomClock,
+    generation: Generation,
 }
 
 /// The runtime's entry points (by hand: see the crate docs).
@@ -44,7 +50,10 @@ impl DuetAgent {
     pub fn new(state: DurableObjectState, env: Env) -> Self {
         let state = State::from(state);
         let store = Store::open(state.storage().sql()).expect("the messages table can be created");
+        let generation =
+            Generation::open(state.storage().sql()).expect("the access table can be created");
         Self {
+            generation,
             state,
             store,
             timing: Timing::of(&env),
@@ -75,20 +84,30 @@ impl DuetAgent {
         if now < expires {
             return self.clock.alarm_at(&self.state.storage(), expires).await;
         }
+        if self.store.watching()? || self.generation.current()?.is_some() {
+            // What the watchers show is gone: the feed tells them and
+            // closes, and the room's tokens end there too. Told first, as a
+            // failure fails the alarm, which the runtime then retries.
+            let sandbox = SandboxObject::of(&self.env, &room)
+                .map_err(|e| worker::Error::RustError(e.to_string()))?;
+            sandbox
+                .history_expired()
+                .await
+                .map_err(worker::Error::RustError)?;
+        }
         self.clock.forget();
         self.store.clear()?;
-        if self.store.watching()? {
-            // What the watchers show is gone: the feed tells them and closes.
-            if let Ok(sandbox) = SandboxObject::of(&self.env, &room) {
-                sandbox.history_expired().await;
-            }
-        }
+        self.generation.set(None)?;
         log::lifecycle("expire", "DuetAgent", &room, now, None, None);
         Ok(())
     }
 
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
         let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
+        let claims = access::claims_of(&req, &self.env)?;
+        if let Asked::Public(_) = asked {
+            self.generation.admit(claims.as_ref())?;
+        }
         match asked {
             Asked::Public(Action::SendMessage) => {
                 self.touch(&room).await?;
@@ -106,15 +125,24 @@ impl DuetAgent {
                 )?)
             }
             Asked::Public(Action::Cleanup) => self.cleanup(&room).await,
+            Asked::Public(Action::Invite) => {
+                let body = body::read(req).await?;
+                self.invite(&room, url, claims.as_ref(), &body).await
+            }
+            Asked::Public(Action::Revoke) => self.revoke(&room, url, claims.as_ref()).await,
             Asked::Call(Call::Watching) => {
                 let on = body::read(req).await? == b"true";
                 self.store.set_watching(on)?;
                 Ok(Response::empty()?)
             }
             Asked::Public(Action::Exec | Action::KeptArchive | Action::Live)
-            | Asked::Call(Call::AgentExec | Call::Publish | Call::HistoryExpired | Call::Destroy) => {
-                Err(ApiError::NotFound)
-            }
+            | Asked::Call(
+                Call::AgentExec
+                | Call::Publish
+                | Call::HistoryExpired
+                | Call::Generation
+                | Call::Destroy,
+            ) => Err(ApiError::NotFound),
         }
     }
 
@@ -204,6 +232,8 @@ impl DuetAgent {
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
         self.clock.forget();
         self.store.clear()?;
+        // The Sandbox object forgets its copy as it is destroyed.
+        self.generation.set(None)?;
         self.state.storage().delete_alarm().await?;
         let errors: Vec<String> = match SandboxObject::of(&self.env, room)?.destroy().await {
             Ok(()) => vec![],

@@ -1,19 +1,20 @@
-//! Optional bearer-token check for `/api/` routes (on when the
-//! `DUET_API_TOKEN` secret is set). The comparison takes the same time
-//! wherever the first difference is, so timing reveals nothing of the token.
+//! How a request presents a token, and comparing secrets: the bearer token
+//! of an `Authorization` header, and a comparison that takes the same time
+//! wherever the first difference is, so timing reveals nothing of a token
+//! or of a room token's MAC.
 
-/// Whether an `Authorization` header carries exactly `Bearer <token>`.
-pub fn authorized(header: Option<&str>, token: &str) -> bool {
-    let presented = header.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-    same_token(presented, token)
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer(header: Option<&str>) -> Option<&str> {
+    header?.strip_prefix("Bearer ")
 }
 
 /// Whether a presented token is the token, compared in constant time.
 pub fn same_token(presented: &str, token: &str) -> bool {
-    constant_time_eq(presented.as_bytes(), token.as_bytes())
+    same_bytes(presented.as_bytes(), token.as_bytes())
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Whether two byte strings are equal, compared in constant time.
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     // Lengths are compared in the same pass so that a short guess costs the
     // same as a long one; only the token's length could leak, not its bytes.
     let mut diff = a.len() ^ b.len();
@@ -29,6 +30,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    fn authorized(header: Option<&str>, token: &str) -> bool {
+        bearer(header).is_some_and(|presented| same_token(presented, token))
+    }
+
     #[test]
     fn accepts_only_the_exact_token() {
         assert!(authorized(Some("Bearer s3cret"), "s3cret"));
@@ -43,6 +48,15 @@ mod tests {
             Some("Bearer  s3cret"),
         ] {
             assert!(!authorized(header, "s3cret"), "{header:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_are_equal_only_when_all_are() {
+        assert!(same_bytes(b"", b""));
+        assert!(same_bytes(&[1, 2, 3], &[1, 2, 3]));
+        for other in [&[1, 2][..], &[1, 2, 3, 0], &[1, 2, 4], &[0, 2, 3]] {
+            assert!(!same_bytes(&[1, 2, 3], other), "{other:?}");
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::access::RoomRole;
 use super::limits::MAX_BODY_BYTES;
 
 /// Per-field validation messages, as sent in `details`.
@@ -15,6 +16,7 @@ pub const ENDPOINTS: &str = "GET /health, HEAD /health, POST /api/rooms/{roomId}
 POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
 POST /api/rooms/{roomId}/sandbox/exec, GET /api/rooms/{roomId}/sandbox/archive, \
 DELETE /api/rooms/{roomId}, \
+POST /api/rooms/{roomId}/invites, DELETE /api/rooms/{roomId}/invites, \
 GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
 GET /assets/duet.css, HEAD /assets/duet.css, GET /assets/duet.js, HEAD /assets/duet.js";
 
@@ -28,6 +30,23 @@ pub enum ApiError {
     NotAnObject,
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    #[error("the token has expired: ask the room's owner for a new link")]
+    TokenExpired,
+    #[error(
+        "the token was revoked, or its room deleted or forgotten: ask the room's owner for a new link"
+    )]
+    TokenRevoked,
+    #[error("the token is for another room")]
+    OtherRoom,
+    #[error("this needs the {} role; the token gives {}", .needed.name(), .held.name())]
+    Forbidden { needed: RoomRole, held: RoomRole },
+    #[error(
+        "this worker is open (DUET_ACCESS = \"open\", no DUET_API_TOKEN): everyone is an owner \
+         of every room, so there is nothing to invite to; set DUET_API_TOKEN to use invites"
+    )]
+    OpenAccess,
+    #[error("the worker's access is not configured: {0}")]
+    AccessNotConfigured(String),
     #[error("cross-site request refused: the Origin {0} is not this worker's own")]
     CrossSite(String),
     #[error("the request body must be JSON, sent with Content-Type: application/json")]
@@ -91,17 +110,20 @@ impl ApiError {
             | Self::NotAnObject
             | Self::UnreadableBody(_)
             | Self::NoSubprotocol => 400,
-            Self::Unauthorized => 401,
-            Self::CrossSite(_) => 403,
+            Self::Unauthorized | Self::TokenExpired | Self::TokenRevoked | Self::OtherRoom => 401,
+            Self::CrossSite(_) | Self::Forbidden { .. } => 403,
             Self::NotFound | Self::NoKeptArchive => 404,
             Self::MethodNotAllowed(_) => 405,
-            Self::CleanedUp => 409,
+            Self::CleanedUp | Self::OpenAccess => 409,
             Self::NotAWebSocket => 426,
             Self::PayloadTooLarge => 413,
             Self::NotJson => 415,
             Self::Internal(_) => 500,
             Self::AiFailed(_) | Self::SandboxFailed(_) => 502,
-            Self::AiUnavailable(_) | Self::SandboxUnavailable(_) | Self::TooManyWatchers(_) => 503,
+            Self::AiUnavailable(_)
+            | Self::SandboxUnavailable(_)
+            | Self::TooManyWatchers(_)
+            | Self::AccessNotConfigured(_) => 503,
             Self::AiTimeout(_) | Self::SandboxTimeout(_) => 504,
         }
     }
@@ -155,6 +177,17 @@ mod tests {
         assert_eq!(ApiError::UnreadableBody("x".into()).status(), 400);
         assert_eq!(ApiError::CleanedUp.status(), 409);
         assert_eq!(ApiError::Unauthorized.status(), 401);
+        assert_eq!(ApiError::TokenRevoked.status(), 401);
+        let forbidden = ApiError::Forbidden {
+            needed: RoomRole::Owner,
+            held: RoomRole::Writer,
+        };
+        assert_eq!(forbidden.status(), 403);
+        assert_eq!(
+            forbidden.to_string(),
+            "this needs the owner role; the token gives writer"
+        );
+        assert_eq!(ApiError::AccessNotConfigured("x".into()).status(), 503);
         assert_eq!(
             ApiError::CrossSite("https://evil.example".into()).status(),
             403

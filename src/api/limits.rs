@@ -74,3 +74,7 @@ pub const MAX_WATCHERS: usize = 32;
 pub const MAX_UNACKED_EVENTS: u64 = 256;
 /// The largest frame a watcher may send (its acknowledgements are tiny).
 pub const MAX_WATCHER_FRAME_BYTES: usize = 1024;
+/// An invite's lifetime when `ttlSeconds` is not given: a day.
+pub const INVITE_DEFAULT_TTL_SECONDS: u64 = 24 * 3600;
+/// The longest an invite may be made to last: 30 days.
+pub const INVITE_MAX_TTL_SECONDS: u64 = 30 * 24 * 3600;

@@ -1,5 +1,6 @@
-//! The live feed of a room as plain data: the events a watcher receives, what
-//! a watcher may send, and how a browser presents the API token.
+//! The live feed of a room as plain data: the events a watcher (anyone on
+//! the feed, whatever their role) receives, what a watcher may send, and how
+//! a browser presents its token.
 //!
 //! Browsers cannot set headers on a WebSocket, so the token comes as a
 //! subprotocol: the page offers `duet.v1` and `duet.auth.<token as
@@ -8,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::access::RoomRole;
+use super::base64url;
 use super::wire::Message;
 use super::ApiError;
 
@@ -25,15 +28,27 @@ pub enum Source {
     Agent,
 }
 
-/// Why the feed closed every watcher's socket.
+/// Why the feed closed a watcher's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum CloseReason {
-    /// `DELETE /api/rooms/{roomId}`.
+    /// `DELETE /api/rooms/{roomId}`; every socket.
     Deleted,
     /// The room went unused for `ROOM_TTL_SECONDS`: its history or its
-    /// sandbox was forgotten.
+    /// sandbox was forgotten; every socket.
     Expired,
+    /// The room's invites were revoked; the sockets of room tokens.
+    Revoked,
+    /// The socket's own room token expired.
+    TokenExpired,
+}
+
+/// Someone on the feed, as the others see them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Present {
+    pub role: RoomRole,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// What a watcher receives, one JSON text frame each, with the watcher's own
@@ -41,11 +56,18 @@ pub enum CloseReason {
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event<'a> {
-    /// First, on connecting: the stored history.
+    /// First, on connecting: the stored history, the watcher's own role
+    /// and name, and whether it may invite others (an owner, in token mode).
     Hello {
         room: &'a str,
         history: &'a [Message],
+        role: RoomRole,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a str>,
+        invites: bool,
     },
+    /// Who is on the feed, whenever that changes.
+    Presence { watchers: &'a [Present] },
     /// A message as it is stored (a user's when the exchange starts, the
     /// agent's when it ends).
     Message { message: &'a Message },
@@ -71,7 +93,8 @@ pub enum Event<'a> {
         truncated: bool,
         timed_out: bool,
     },
-    /// Last: the room was deleted or expired; the socket is closed next.
+    /// Last: the room was deleted or expired, or the watcher's token ended;
+    /// the socket is closed next.
     Closed { reason: CloseReason },
 }
 
@@ -87,27 +110,34 @@ pub fn frame(event: &str, seq: u64) -> String {
     format!("{{\"seq\":{seq},{}", &event[1..])
 }
 
-/// What a watcher may send: acknowledgements of what it has shown, which is
-/// how a slow watcher is told from a fast one.
+/// What a watcher may send (`api::access` says which role each needs).
+/// Messages and commands are not among them: those go over HTTP.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FromWatcher {
+    /// What it has shown, which is how a slow watcher is told from a fast
+    /// one.
     Ack { seq: u64 },
+    /// The name to show it by, when its token gives none.
+    Name { name: String },
 }
 
 impl FromWatcher {
-    /// Parses a frame; `None` for anything else (ignored).
+    /// Parses a text frame; `None` for anything that is not one of the
+    /// protocol's.
     pub fn parse(text: &str) -> Option<Self> {
         // A plain struct, not a tagged enum: serde's tagged enums buffer
         // what they read, which costs the upload more than it is worth.
         #[derive(Deserialize)]
-        struct Frame<'a> {
+        struct Frame {
             #[serde(rename = "type")]
-            kind: &'a str,
+            kind: String,
             seq: Option<u64>,
+            name: Option<String>,
         }
         let frame: Frame = serde_json::from_str(text).ok()?;
-        match (frame.kind, frame.seq) {
-            ("ack", Some(seq)) => Some(Self::Ack { seq }),
+        match (frame.kind.as_str(), frame.seq, frame.name) {
+            ("ack", Some(seq), None) => Some(Self::Ack { seq }),
+            ("name", None, Some(name)) => Some(Self::Name { name }),
             _ => None,
         }
     }
@@ -136,34 +166,7 @@ pub fn token_from_protocols(header: &str) -> Option<String> {
     let encoded = header
         .split(',')
         .find_map(|p| p.trim().strip_prefix(AUTH_PREFIX))?;
-    String::from_utf8(base64url_decode(encoded)?).ok()
-}
-
-/// Decodes unpadded base64url (RFC 4648 §5); `None` if it is not that.
-fn base64url_decode(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        } as u32)
-    };
-    if text.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for chunk in text.as_bytes().chunks(4) {
-        let mut bits = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            bits |= value(c)? << (18 - 6 * i);
-        }
-        let bytes = bits.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Some(out)
+    String::from_utf8(base64url::decode(encoded)?).ok()
 }
 
 #[cfg(test)]
@@ -220,15 +223,26 @@ mod tests {
     }
 
     #[test]
-    fn watchers_send_acks_only() {
+    fn watchers_send_acks_and_names_only() {
         assert_eq!(
             FromWatcher::parse(r#"{"type":"ack","seq":12}"#),
             Some(FromWatcher::Ack { seq: 12 })
         );
+        assert_eq!(
+            FromWatcher::parse(r#"{"type":"name","name":"ana \u00fc"}"#),
+            Some(FromWatcher::Name {
+                name: "ana ü".into()
+            })
+        );
         for other in [
             r#"{"type":"say","text":"x"}"#,
+            r#"{"type":"exec","cmd":"touch x"}"#,
+            r#"{"type":"message","text":"x"}"#,
             "not json",
             r#"{"type":"ack"}"#,
+            r#"{"type":"ack","seq":1,"name":"x"}"#,
+            r#"{"type":"name","name":5}"#,
+            r#"{"type":"name"}"#,
         ] {
             assert_eq!(FromWatcher::parse(other), None, "{other}");
         }
@@ -262,9 +276,5 @@ mod tests {
         assert_eq!(token_from_protocols("duet.auth.***"), None);
         assert_eq!(token_from_protocols("duet.auth.a"), None);
         assert!(!offers_protocol("chat, superchat"));
-        assert_eq!(base64url_decode("").as_deref(), Some(&b""[..]));
-        assert_eq!(base64url_decode("YQ").as_deref(), Some(&b"a"[..]));
-        assert_eq!(base64url_decode("YWI").as_deref(), Some(&b"ab"[..]));
-        assert_eq!(base64url_decode("YWJj").as_deref(), Some(&b"abc"[..]));
     }
 }

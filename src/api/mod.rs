@@ -1,13 +1,17 @@
-//! The public HTTP API as plain data: routes, limits, wire types, validation
-//! and errors. Nothing here touches the Workers runtime, so all of it is
+//! The public HTTP API as plain data: routes, who may use them, room tokens,
+//! limits, wire types, validation and errors. Nothing here touches the Workers runtime, so all of it is
 //! tested with native `cargo test`.
 
+pub mod access;
 pub mod auth;
+pub mod base64url;
 pub mod cross_site;
 pub mod error;
+pub mod invite;
 pub mod limits;
 pub mod live;
 pub mod route;
+pub mod token;
 pub mod validate;
 pub mod wire;
 

@@ -16,6 +16,10 @@ pub enum Action {
     Cleanup,
     /// The live feed (a WebSocket).
     Live,
+    /// A room token for someone to join with.
+    Invite,
+    /// Every room token of the room ends.
+    Revoke,
 }
 
 /// The web page's parts.
@@ -37,7 +41,7 @@ pub enum Route {
 impl Action {
     /// Whether the request carries a JSON body worth reading.
     pub fn has_body(self) -> bool {
-        matches!(self, Self::SendMessage | Self::Exec)
+        matches!(self, Self::SendMessage | Self::Exec | Self::Invite)
     }
 
     /// Whether a browser may ask it only from the worker's own origin (see
@@ -46,7 +50,12 @@ impl Action {
     pub fn needs_own_origin(self) -> bool {
         matches!(
             self,
-            Self::SendMessage | Self::Exec | Self::Cleanup | Self::Live
+            Self::SendMessage
+                | Self::Exec
+                | Self::Cleanup
+                | Self::Live
+                | Self::Invite
+                | Self::Revoke
         )
     }
 
@@ -59,6 +68,8 @@ impl Action {
             Self::KeptArchive => "archive",
             Self::Cleanup => "cleanup",
             Self::Live => "live",
+            Self::Invite => "invite",
+            Self::Revoke => "revoke",
         }
     }
 }
@@ -122,6 +133,9 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("sandbox/archive", _) => return Err(ApiError::MethodNotAllowed("GET")),
         ("live", "GET") => Action::Live,
         ("live", _) => return Err(ApiError::MethodNotAllowed("GET")),
+        ("invites", "POST") => Action::Invite,
+        ("invites", "DELETE") => Action::Revoke,
+        ("invites", _) => return Err(ApiError::MethodNotAllowed("POST, DELETE")),
         _ => return Err(ApiError::NotFound),
     };
     Ok(Route::Room {
@@ -244,6 +258,14 @@ mod tests {
             room("DELETE", &format!("/api/rooms/{id}")),
             (id.into(), Action::Cleanup)
         );
+        assert_eq!(
+            room("POST", &format!("/api/rooms/{id}/invites")),
+            (id.into(), Action::Invite)
+        );
+        assert_eq!(
+            room("DELETE", &format!("/api/rooms/{id}/invites")),
+            (id.into(), Action::Revoke)
+        );
     }
 
     #[test]
@@ -307,6 +329,7 @@ mod tests {
             ("GET", "/api/rooms/r/sandbox/exec", "POST"),
             ("PUT", "/api/rooms/r/sandbox/archive", "GET"),
             ("GET", "/api/rooms/r", "DELETE"),
+            ("GET", "/api/rooms/r/invites", "POST, DELETE"),
         ];
         for (method, path, allowed) in cases {
             let e = parse(method, path).unwrap_err();

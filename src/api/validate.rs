@@ -4,9 +4,12 @@
 use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
 
+use super::access::RoomRole;
 use super::error::{ApiError, FieldErrors};
+use super::invite::InviteRequest;
 use super::limits::{
-    EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
+    EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, INVITE_DEFAULT_TTL_SECONDS,
+    INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
 };
 use super::wire::MessageRequest;
 use crate::text::without_controls;
@@ -21,27 +24,74 @@ pub fn message_request(body: &[u8]) -> Result<MessageRequest, ApiError> {
     let text = text
         .as_deref()
         .and_then(|text| check_text("text", text, MAX_TEXT_CHARS, &mut errors));
-    let user_id = match object.get("userId") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(chat_text(id)),
-        Some(_) => {
-            errors
-                .entry("userId")
-                .or_default()
-                .push("must be a string".into());
-            None
-        }
-    };
-    let user_id = user_id
-        .as_deref()
-        .and_then(|id| check_text("userId", id, MAX_USER_ID_CHARS, &mut errors));
+    let user_id = optional_name(&object, "userId", &mut errors);
     match text {
         Some(text) if errors.is_empty() => Ok(MessageRequest {
             text: text.to_owned(),
-            user_id: user_id.map(str::to_owned),
+            user_id,
         }),
         _ => Err(ApiError::Invalid(errors)),
     }
+}
+
+/// `{"role": "watcher"|"writer"|"owner", "ttlSeconds"?: integer, "name"?:
+/// string}`; the name is chat text, like a `userId`.
+pub fn invite_request(body: &[u8]) -> Result<InviteRequest, ApiError> {
+    let object = json_object(body)?;
+    let mut errors = FieldErrors::new();
+    let role = required_string(&object, "role", &mut errors).and_then(|role| {
+        let parsed = RoomRole::parse(role);
+        if parsed.is_none() {
+            let why = "must be one of watcher, writer, owner";
+            errors.entry("role").or_default().push(why.into());
+        }
+        parsed
+    });
+    let ttl_seconds = optional_integer(
+        &object,
+        "ttlSeconds",
+        INVITE_DEFAULT_TTL_SECONDS,
+        INVITE_MAX_TTL_SECONDS,
+        &mut errors,
+    );
+    let name = optional_name(&object, "name", &mut errors);
+    match (role, ttl_seconds) {
+        (Some(role), Some(ttl_seconds)) if errors.is_empty() => Ok(InviteRequest {
+            role,
+            ttl_seconds,
+            name,
+        }),
+        _ => Err(ApiError::Invalid(errors)),
+    }
+}
+
+/// An optional name of someone (`userId`, an invite's `name`): chat text of
+/// 1 to [`MAX_USER_ID_CHARS`] characters; null or absent is none.
+fn optional_name(
+    object: &Map<String, Value>,
+    field: &'static str,
+    errors: &mut FieldErrors,
+) -> Option<String> {
+    let name = match object.get(field) {
+        None | Some(Value::Null) => return None,
+        Some(Value::String(name)) => chat_text(name),
+        Some(_) => {
+            errors
+                .entry(field)
+                .or_default()
+                .push("must be a string".into());
+            return None;
+        }
+    };
+    check_text(field, &name, MAX_USER_ID_CHARS, errors).map(str::to_owned)
+}
+
+/// Cleans a name for the list of who is on the live feed, as
+/// [`optional_name`] would; `None` if nothing is left of it.
+pub fn shown_name(name: &str) -> Option<String> {
+    let name = chat_text(name);
+    let name = crate::text::first_chars(&name, MAX_USER_ID_CHARS);
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// Text fit for other people's terminals, trimmed.
@@ -57,20 +107,13 @@ pub fn exec_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
     if let Some(cmd) = cmd {
         command(cmd).unwrap_or_else(|why| errors.entry("cmd").or_default().push(why));
     }
-    let timeout_ms = match object.get("timeoutMs") {
-        None | Some(Value::Null) => Some(EXEC_DEFAULT_TIMEOUT_MS),
-        Some(value) => match value
-            .as_u64()
-            .filter(|ms| (1..=EXEC_MAX_TIMEOUT_MS).contains(ms))
-        {
-            Some(ms) => Some(ms),
-            None => {
-                let why = format!("must be an integer from 1 to {EXEC_MAX_TIMEOUT_MS}");
-                errors.entry("timeoutMs").or_default().push(why);
-                None
-            }
-        },
-    };
+    let timeout_ms = optional_integer(
+        &object,
+        "timeoutMs",
+        EXEC_DEFAULT_TIMEOUT_MS,
+        EXEC_MAX_TIMEOUT_MS,
+        &mut errors,
+    );
     match (cmd, timeout_ms) {
         (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(ExecRequest {
             cmd: cmd.to_owned(),
@@ -91,6 +134,27 @@ pub fn command(cmd: &str) -> Result<(), String> {
         Err("must not contain NUL characters".into())
     } else {
         Ok(())
+    }
+}
+
+/// An optional integer from 1 to `max`; null or absent is `default`.
+fn optional_integer(
+    object: &Map<String, Value>,
+    field: &'static str,
+    default: u64,
+    max: u64,
+    errors: &mut FieldErrors,
+) -> Option<u64> {
+    match object.get(field) {
+        None | Some(Value::Null) => Some(default),
+        Some(value) => {
+            let fits = value.as_u64().filter(|n| (1..=max).contains(n));
+            if fits.is_none() {
+                let why = format!("must be an integer from 1 to {max}");
+                errors.entry(field).or_default().push(why);
+            }
+            fits
+        }
     }
 }
 
@@ -209,6 +273,44 @@ mod tests {
             exec_request(b"\"echo\""),
             Err(ApiError::NotAnObject)
         ));
+    }
+
+    #[test]
+    fn invite_requests() {
+        let i = invite_request(br#"{"role": "watcher"}"#).unwrap();
+        assert_eq!(
+            i,
+            InviteRequest {
+                role: RoomRole::Watcher,
+                ttl_seconds: INVITE_DEFAULT_TTL_SECONDS,
+                name: None
+            }
+        );
+        let i = invite_request(br#"{"role": "owner", "ttlSeconds": 5, "name": " \u001b[1mbo "}"#)
+            .unwrap();
+        assert_eq!(
+            (i.role, i.ttl_seconds, i.name.as_deref()),
+            (RoomRole::Owner, 5, Some("bo"))
+        );
+        let d = details(
+            invite_request(br#"{"role": "admin", "ttlSeconds": 0, "name": ""}"#).unwrap_err(),
+        );
+        assert_eq!(d["role"][0], "must be one of watcher, writer, owner");
+        assert_eq!(d["ttlSeconds"][0], "must be an integer from 1 to 2592000");
+        assert_eq!(d["name"][0], "must not be blank");
+        assert_eq!(
+            details(invite_request(b"{}").unwrap_err())["role"][0],
+            "is required"
+        );
+        let long = format!(r#"{{"role": "writer", "name": "{}"}}"#, "n".repeat(129));
+        assert!(details(invite_request(long.as_bytes()).unwrap_err())["name"].is_array());
+    }
+
+    #[test]
+    fn shown_names_are_cleaned_and_cut() {
+        assert_eq!(shown_name(" \u{1b}[31mana ").as_deref(), Some("ana"));
+        assert_eq!(shown_name(" \u{1b}[2J "), None);
+        assert_eq!(shown_name(&"é".repeat(200)).unwrap().chars().count(), 128);
     }
 
     #[test]

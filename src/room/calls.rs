@@ -23,8 +23,12 @@ pub enum Call {
     AgentExec,
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
-    /// DuetAgent → Sandbox: the room's history expired; the feed closes.
+    /// DuetAgent → Sandbox: the room's history expired; the feed closes,
+    /// and the room's tokens end.
     HistoryExpired,
+    /// DuetAgent → Sandbox: the room's token generation changed (see
+    /// `room::access`); the sockets of other generations' tokens close.
+    Generation,
     /// DuetAgent → Sandbox: the room is cleaned up; the sandbox goes.
     Destroy,
     /// Sandbox → DuetAgent: the stored history, for a new watcher.
@@ -34,10 +38,11 @@ pub enum Call {
 }
 
 /// Each call's path tail and method; a path is `/internal/rooms/{room}/{tail}`.
-const CALLS: [(Call, &str, &str); 6] = [
+const CALLS: [(Call, &str, &str); 7] = [
     (Call::AgentExec, "exec", "POST"),
     (Call::Publish, "publish", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
+    (Call::Generation, "generation", "PUT"),
     (Call::Destroy, "destroy", "POST"),
     (Call::History, "history", "GET"),
     (Call::Watching, "watching", "PUT"),
@@ -99,7 +104,11 @@ pub fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
 pub fn serving(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
     Ok(match action {
         Action::Exec | Action::KeptArchive | Action::Live => sandbox_stub(env, room)?,
-        Action::SendMessage | Action::History | Action::Cleanup => agent_stub(env, room)?,
+        Action::SendMessage
+        | Action::History
+        | Action::Cleanup
+        | Action::Invite
+        | Action::Revoke => agent_stub(env, room)?,
     })
 }
 
@@ -204,9 +213,19 @@ impl SandboxObject {
         .await;
     }
 
-    /// Tells the live feed the room's history expired, so it closes.
-    pub async fn history_expired(&self) {
-        let _ = send(&self.stub, &self.room, Call::HistoryExpired, None).await;
+    /// Tells the Sandbox object the room's history expired: the live feed
+    /// closes and the room's tokens end there too.
+    pub async fn history_expired(&self) -> Result<(), String> {
+        send(&self.stub, &self.room, Call::HistoryExpired, None).await?;
+        Ok(())
+    }
+
+    /// Tells the Sandbox object the room's token generation (`None`: it has
+    /// none); it closes the sockets of the others' tokens before it answers.
+    pub async fn set_generation(&self, generation: Option<&str>) -> Result<(), String> {
+        let body = generation.unwrap_or_default().as_bytes();
+        send(&self.stub, &self.room, Call::Generation, Some(body)).await?;
+        Ok(())
     }
 }
 

@@ -1,7 +1,7 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
 //! waits, bindings, the container methods workers-rs lacks, how futures are
 //! woken, the clock, bounded body reads, requests sent, JSON responses,
-//! request logs, settings.
+//! request logs, settings, fresh ids, the key room tokens are signed with.
 
 pub mod bindings;
 pub mod body;
@@ -12,5 +12,7 @@ pub mod internal;
 pub mod log;
 pub mod microtasks;
 pub mod outgoing;
+pub mod random;
 pub mod respond;
+pub mod signing;
 pub mod timeout;

@@ -24,6 +24,10 @@
 //! wake however many commands arrive: the first restores, the others wait
 //! for it, each within its own deadline.
 //!
+//! Room tokens are checked against the room's generation here, where the
+//! commands and the live feed are (`room::access`): the DuetAgent tells the
+//! object each new one, and the sockets of the old ones' tokens close.
+//!
 //! Cleanup is final: a command that arrived before a cleanup but had not
 //! reached sandboxd when it began (waiting for its body, the container or a
 //! wake) is not sent (409); one already in sandboxd is ended by the destroy
@@ -43,11 +47,14 @@ use super::deadline::{command_limit, exec_deadline};
 use super::feed::Feed;
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
+use crate::api::access::{Mode, RoomRole};
 use crate::api::limits::{RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
+use crate::api::token::Claims;
 use crate::api::wire::{sandbox_name, ExecResponse};
 use crate::api::{validate, ApiError};
+use crate::room::access::{self, Generation};
 use crate::room::calls::AgentObject;
 use crate::room::clock::{Due, RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
@@ -74,6 +81,7 @@ pub struct Sandbox {
     /// A command is restoring the saved workspace; others wait for it.
     waking: Cell<bool>,
     feed: Feed,
+    generation: Generation,
 }
 
 /// Sets a flag for as long as it lives, however the work it guards ends.
@@ -109,7 +117,10 @@ impl Sandbox {
     pub fn new(state: DurableObjectState, env: Env) -> Self {
         let state = State::from(state);
         let saved = Saved::open(state.storage().sql()).expect("the sandbox tables can be created");
+        let generation =
+            Generation::open(state.storage().sql()).expect("the access table can be created");
         Self {
+            generation,
             state,
             saved,
             container: Rc::default(),
@@ -203,6 +214,10 @@ impl Sandbox {
         let arrived = clock::now_ms();
         let epoch = self.clock.epoch();
         let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
+        let claims = access::claims_of(&req, &self.env)?;
+        if let Asked::Public(_) = asked {
+            self.generation.admit(claims.as_ref())?;
+        }
         let name = sandbox_name(&room);
         match asked {
             Asked::Public(Action::Exec) | Asked::Call(Call::AgentExec) => {
@@ -233,6 +248,7 @@ impl Sandbox {
             }
             Asked::Call(Call::Destroy) => {
                 self.feed.close(&self.state, CloseReason::Deleted);
+                self.generation.set(None)?;
                 self.clock.forget();
                 self.sandboxd()?.destroy(&name).await?;
                 self.saved.forget()?;
@@ -243,7 +259,7 @@ impl Sandbox {
                 )?)
             }
             Asked::Public(Action::KeptArchive) => self.kept_archive(&room),
-            Asked::Public(Action::Live) => self.join(&room).await,
+            Asked::Public(Action::Live) => self.join(&req, &room, claims.as_ref()).await,
             Asked::Call(Call::Publish) => {
                 let event = String::from_utf8(body::read(req).await?)
                     .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
@@ -252,20 +268,56 @@ impl Sandbox {
             }
             Asked::Call(Call::HistoryExpired) => {
                 self.feed.close(&self.state, CloseReason::Expired);
+                self.generation.set(None)?;
                 Ok(Response::empty()?)
             }
-            Asked::Public(Action::SendMessage | Action::History | Action::Cleanup)
+            Asked::Call(Call::Generation) => {
+                let generation = String::from_utf8(body::read(req).await?)
+                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
+                let generation = Some(generation.as_str()).filter(|g| !g.is_empty());
+                self.generation.set(generation)?;
+                self.feed.revoke(&self.state, generation);
+                Ok(Response::empty()?)
+            }
+            Asked::Public(
+                Action::SendMessage
+                | Action::History
+                | Action::Cleanup
+                | Action::Invite
+                | Action::Revoke,
+            )
             | Asked::Call(Call::History | Call::Watching) => Err(ApiError::NotFound),
         }
     }
 
-    /// Accepts a watcher of the room's live feed: the socket, then the stored
-    /// history (asked of the DuetAgent), then every event as it happens.
-    async fn join(&self, room: &str) -> Result<Response, ApiError> {
+    /// Accepts a watcher of the room's live feed with what its token grants:
+    /// the socket, then the stored history (asked of the DuetAgent), then
+    /// every event as it happens.
+    ///
+    /// The upgrade is checked here, after the token's generation: the page
+    /// asks the feed's URL without one to learn why a socket was refused
+    /// (see `web/duet.js`), and a revoked token must answer 401 there too.
+    async fn join(
+        &self,
+        req: &web_sys::Request,
+        room: &str,
+        claims: Option<&Claims>,
+    ) -> Result<Response, ApiError> {
+        let headers = req.headers();
+        let (upgrade, protocols) = (
+            headers.get("upgrade")?,
+            headers.get("sec-websocket-protocol")?,
+        );
+        live::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
         let agent = AgentObject::of(&self.env, room)?;
         let history = agent.history().await?;
         let first = self.feed.watchers(&self.state) == 0;
-        let client = self.feed.accept(&self.state, room, &history)?;
+        // Only an owner in token mode has anyone to invite.
+        let owner = claims.is_none_or(|claims| claims.role == RoomRole::Owner);
+        let invites = owner && access::mode(&self.env)? == Mode::Token;
+        let client = self
+            .feed
+            .accept(&self.state, room, &history, claims, invites)?;
         if first {
             agent.set_watching(true).await;
         }

@@ -7,7 +7,7 @@ not the 20 s default. Only values that are already valid are touched, so
 negative cases stay negative.
 
 Failures are dropped only where the description cannot say what the worker
-does: text and userId lengths count after trimming.
+does: the lengths of text, userId and an invite's name count after trimming.
 """
 
 import os
@@ -24,6 +24,7 @@ _SCHEMAS = yaml.safe_load((Path(__file__).resolve().parents[2] / "docs/openapi.y
 MAX_TIMEOUT_MS = _SCHEMAS["ExecRequest"]["properties"]["timeoutMs"]["maximum"]
 MAX_TEXT = _SCHEMAS["MessageRequest"]["properties"]["text"]["maxLength"]
 MAX_USER_ID = _SCHEMAS["MessageRequest"]["properties"]["userId"]["maxLength"]
+MAX_NAME = _SCHEMAS["InviteRequest"]["properties"]["name"]["maxLength"]
 
 
 @schemathesis.hook
@@ -43,28 +44,35 @@ def before_call(context, case, kwargs):
 # Unicode White_Space, what Rust's str::trim removes (str.strip removes more).
 WHITE_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 MESSAGE_PATHS = {"/api/rooms/{roomId}/message", "/api/rooms/{roomId}/messages"}
+INVITE_PATH = "/api/rooms/{roomId}/invites"
 
 
-def _valid_after_trimming(body):
-    """Whether a message body is valid by the documented rule, which JSON
-    Schema cannot state: `text` and `userId` are measured after trimming."""
+def _fits_trimmed(value, required, longest):
+    if value is None:
+        return not required
+    return isinstance(value, str) and 1 <= len(value.strip(WHITE_SPACE)) <= longest
+
+
+def _valid_after_trimming(path, body):
+    """Whether a body is valid by the documented rule, which JSON Schema
+    cannot state: a message's `text` and `userId` and an invite's `name` are
+    measured after trimming."""
     if not isinstance(body, dict):
         return False
-    text, user = body.get("text"), body.get("userId")
-    if not isinstance(text, str) or not 1 <= len(text.strip(WHITE_SPACE)) <= MAX_TEXT:
-        return False
-    return user is None or (isinstance(user, str) and 1 <= len(user.strip(WHITE_SPACE)) <= MAX_USER_ID)
+    if path in MESSAGE_PATHS:
+        return _fits_trimmed(body.get("text"), True, MAX_TEXT) and _fits_trimmed(body.get("userId"), False, MAX_USER_ID)
+    return _fits_trimmed(body.get("name"), False, MAX_NAME)
 
 
 @schemathesis.hook
 def filter_failure(context, failure, case, response):
-    # A "too long" text or userId padded with whitespace is valid once trimmed.
+    # A "too long" text, userId or name padded with whitespace is valid once trimmed.
     if (
         getattr(failure, "code", "") == "ST201"
-        and case.operation.path in MESSAGE_PATHS
+        and (case.operation.path in MESSAGE_PATHS or (case.operation.path == INVITE_PATH and case.operation.method.upper() == "POST"))
         and response is not None
         and response.status_code == 200
-        and _valid_after_trimming(case.body)
+        and _valid_after_trimming(case.operation.path, case.body)
     ):
         return False
     return True

@@ -7,82 +7,12 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, test } from "node:test";
 
+import { upgrade, watch } from "./support/feed.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
-
-/** A watcher: its events in arrival order (with arrival times). */
-function watch(base, room, { protocols = ["duet.v1"], ack = true } = {}) {
-  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live`, protocols);
-  const events = [];
-  const waiters = [];
-  let closed = null;
-  ws.addEventListener("message", (msg) => {
-    const event = JSON.parse(msg.data);
-    events.push({ ...event, at: Date.now() });
-    if (ack && event.seq % 8 === 0) ws.send(JSON.stringify({ type: "ack", seq: event.seq }));
-    for (const w of [...waiters]) w();
-  });
-  const opened = new Promise((resolve, reject) => {
-    ws.addEventListener("open", () => resolve(ws.protocol));
-    ws.addEventListener("error", () => reject(new Error("the socket failed")));
-  });
-  ws.addEventListener("close", (e) => {
-    closed = { code: e.code, reason: e.reason };
-    for (const w of [...waiters]) w();
-  });
-  return {
-    ws,
-    events,
-    opened,
-    closed: () => closed,
-    /** Resolves once `check(events)` holds. */
-    until(check, ms = 10_000) {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out; saw ${JSON.stringify(events.map((e) => e.type))}`)), ms);
-        const test = () => {
-          const value = check(events);
-          if (value) {
-            clearTimeout(timer);
-            waiters.splice(waiters.indexOf(test), 1);
-            resolve(value);
-          }
-        };
-        waiters.push(test);
-        test();
-      });
-    },
-    close: () => ws.close(),
-  };
-}
-
-/** Sends a WebSocket upgrade by hand and answers the status line and the body. */
-function upgrade(base, room, headers) {
-  const { hostname, port } = new URL(base);
-  const lines = [`GET /api/rooms/${room}/live HTTP/1.1`, `Host: ${hostname}:${port}`, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="];
-  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(Number(port), hostname, () => socket.write(`${lines.join("\r\n")}\r\n\r\n`));
-    let answer = "";
-    socket.setEncoding("utf8");
-    socket.on("data", (chunk) => {
-      answer += chunk;
-      const end = answer.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      const head = answer.slice(0, end);
-      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-      if (head.startsWith("HTTP/1.1 101") || answer.length >= end + 4 + length) {
-        socket.destroy();
-        resolve({ status: Number(head.split(" ")[1]), head, body: answer.slice(end + 4) });
-      }
-    });
-    socket.on("error", reject);
-    socket.setTimeout(10_000, () => socket.destroy(new Error("no answer within 10 s")));
-  });
-}
 
 const ofType = (type) => (events) => events.filter((e) => e.type === type);
 const first = (type) => (events) => events.find((e) => e.type === type);

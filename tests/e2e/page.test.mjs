@@ -3,8 +3,10 @@
 // command that prints a line a second; the other sees the message, and each
 // line as it is printed, not all at the end. A page that reconnects misses
 // nothing after it; one that needs the token asks for it, and for a new one
-// when it is wrong; a deleted room says so; and a page on another origin can
-// neither run a command nor watch.
+// when it is wrong; a deleted room says so; a page on another origin can
+// neither run a command nor watch; and an owner's invite links bring a
+// watcher, who sees the room live and cannot type, and a writer, who can,
+// until the owner revokes them.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -204,18 +206,23 @@ describe("the web page", () => {
 
 describe("the web page with DUET_API_TOKEN", () => {
   const TOKEN = "page-t0ken";
-  let worker, browser;
+  let sandboxd, worker, browser;
   before(async () => {
-    worker = await startWorker({ vars: { DUET_API_TOKEN: TOKEN } });
+    sandboxd = await startSandboxd();
+    worker = await startWorker({ vars: { DUET_API_TOKEN: TOKEN, SANDBOX_URL: sandboxd.url } });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
   });
   after(async () => {
     await browser?.close();
     await worker?.stop();
+    await sandboxd?.stop();
   });
 
-  /** A page whose prompts `answer(message)` answers (undefined: dismissed); `stored` is a token already in the tab. */
-  async function open(answer, stored) {
+  /**
+   * A page of `url` (by default a new room's) whose prompts `answer(message)`
+   * answers (undefined: dismissed); `stored` is a token already in the tab.
+   */
+  async function open(answer, stored, url = `${worker.url}/rooms/${randomUUID()}`) {
     const context = await browser.newContext();
     await context.addInitScript(recordSockets);
     if (stored) await context.addInitScript((t) => sessionStorage.getItem("duet-token") || sessionStorage.setItem("duet-token", t), stored);
@@ -226,7 +233,7 @@ describe("the web page with DUET_API_TOKEN", () => {
       const given = answer(dialog.message(), prompts.length);
       await (given === undefined ? dialog.dismiss() : dialog.accept(given));
     });
-    await page.goto(`${worker.url}/rooms/${randomUUID()}`);
+    await page.goto(url);
     return { page, prompts };
   }
 
@@ -244,6 +251,52 @@ describe("the web page with DUET_API_TOKEN", () => {
     await statusIs(page, "live");
     assert.deepEqual(prompts, ["The API token was refused. Enter the right one:"]);
     assert.equal(await page.evaluate(() => sessionStorage.getItem("duet-token")), TOKEN, "the wrong token is replaced");
+  });
+
+  test("an owner's watcher link: the second page sees the room live and cannot type; revoking ends it", async () => {
+    const owner = await open(() => undefined, TOKEN);
+    await statusIs(owner.page, "live");
+    const room = new URL(owner.page.url()).pathname.split("/").pop();
+    await owner.page.fill("#name", "olga");
+    await owner.page.getByLabel("Invitee's name").fill("wanda");
+    await owner.page.getByRole("button", { name: "Watcher link" }).click();
+    await owner.page.waitForFunction(() => !document.getElementById("link").hidden);
+    const link = await owner.page.inputValue("#link");
+    assert.match(link, new RegExp(`^${worker.url}/rooms/${room}#token=duet1\\.`));
+
+    const watcher = await open(() => undefined, undefined, link);
+    await statusIs(watcher.page, "live");
+    assert.equal(watcher.page.url(), `${worker.url}/rooms/${room}`, "the token is taken off the address bar");
+    assert.equal(await watcher.page.evaluate(() => sessionStorage.getItem("duet-token")), link.split("#token=")[1]);
+    await watcher.page.waitForFunction(() => document.getElementById("role").textContent === "you: watcher");
+    assert.equal(await watcher.page.locator("input:visible, button[type=submit]:visible").count(), 0, "nothing to type in or send");
+    // The worker refuses it too.
+    const exec = await watcher.page.evaluate(async (path) => (await fetch(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${sessionStorage.getItem("duet-token")}` }, body: '{"cmd":"touch x"}' })).status, `/api/rooms/${room}/sandbox/exec`);
+    assert.equal(exec, 403);
+
+    await owner.page.waitForFunction(() => document.getElementById("present").textContent.includes("wanda (watcher)"));
+    assert.match(await owner.page.textContent("#present"), /olga \(owner\)/);
+    await owner.page.getByLabel("Shell command").fill("echo seen-by-the-watcher");
+    await owner.page.keyboard.press("Enter");
+    await watcher.page.waitForFunction(() => document.getElementById("term").textContent.includes("seen-by-the-watcher\n[exit 0]"));
+
+    // A writer link brings someone who can.
+    await owner.page.getByRole("button", { name: "Writer link" }).click();
+    await owner.page.waitForFunction((old) => document.getElementById("link").value !== old, link);
+    const writer = await open(() => undefined, undefined, await owner.page.inputValue("#link"));
+    await writer.page.waitForFunction(() => document.getElementById("role").textContent === "you: writer");
+    await writer.page.getByLabel("Shell command").fill("echo from-the-writer");
+    await writer.page.keyboard.press("Enter");
+    await owner.page.waitForFunction(() => document.getElementById("term").textContent.includes("from-the-writer\n[exit 0]"));
+    assert.equal(await writer.page.locator("#invite").isVisible(), false, "only an owner invites");
+
+    await owner.page.getByRole("button", { name: "Revoke all links" }).click();
+    for (const invited of [watcher, writer]) {
+      await statusIs(invited.page, "your link was revoked; ask the room's owner for a new one");
+    }
+    await statusIs(owner.page, "every invite link was revoked");
+    assert.deepEqual((await sockets(owner.page)).map((s) => s.closes), [[]], "the owner's own socket stays");
+    assert.deepEqual([owner.prompts, watcher.prompts, writer.prompts], [[], [], []]);
   });
 
   test("a dismissed prompt stops the retries; the token button tries again", async () => {

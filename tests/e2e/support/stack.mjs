@@ -54,10 +54,12 @@ function builtModules(dir) {
  * a container of `imageName`, run by the Docker Engine API on the unix socket
  * `socketPath` (e.g. the stand-in of ./fake-docker.mjs); `egressImage` names
  * workerd's egress interceptor (sidecar) image.
+ * access: DUET_ACCESS, "open" by default, as `npm run dev` runs (the
+ * shipped wrangler.toml says "token"); null keeps wrangler.toml's.
  * buildDir: where the built worker is (default build/).
  * inspectorPort: serves workerd's V8 inspector there (bench/profile.mjs).
  */
-export async function startWorker({ ai = "standin", vars = {}, persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build"), inspectorPort } = {}) {
+export async function startWorker({ ai = "standin", vars = {}, access = "open", persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build"), inspectorPort } = {}) {
   // Containers off here: wrangler would build the Dockerfile's image; a
   // test names a ready image instead.
   const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), undefined, {
@@ -70,7 +72,7 @@ export async function startWorker({ ai = "standin", vars = {}, persistDir = temp
     modulesRules: undefined,
     modules: builtModules(buildDir),
     modulesRoot: buildDir,
-    bindings: { ...workerOptions.bindings, ...vars },
+    bindings: { ...workerOptions.bindings, ...(access === null ? {} : { DUET_ACCESS: access }), ...vars },
     ai: ai === "none" ? undefined : { binding: "AI", remoteProxyConnectionString: standin && new URL(standin.url) },
   };
   if (container) worker.durableObjects.Sandbox.container = { imageName: container.imageName };

@@ -1,0 +1,198 @@
+//! Room tokens as plain data: what one says and how it is written.
+//!
+//! A room token is `duet1.<payload>.<mac>`: the payload is the JSON of its
+//! [`Claims`] (room, role, expiry, the room's generation, a name), the mac
+//! HMAC-SHA256 of `duet1.<payload>` under the worker's key, both in unpadded
+//! base64url. The front door checks the mac and the claims (room, expiry,
+//! role) without a Durable Object; the generation, which revoking changes,
+//! is checked by the room's object a request reaches (`room::access`).
+//! Signing is the runtime's (`runtime::signing`); this module only splits
+//! and joins.
+
+use serde::{Deserialize, Serialize};
+
+use super::access::RoomRole;
+use super::{auth, base64url};
+
+/// What every room token starts with; the version of the format.
+pub const PREFIX: &str = "duet1.";
+/// Bytes of an HMAC-SHA256.
+pub const MAC_BYTES: usize = 32;
+
+/// What a room token grants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    pub room: String,
+    pub role: RoomRole,
+    /// Milliseconds since the Unix epoch after which it is refused.
+    #[serde(rename = "exp")]
+    pub expires_at: u64,
+    /// The room's generation when it was made; revoking starts another.
+    #[serde(rename = "gen")]
+    pub generation: String,
+    /// Who it was made for, shown to the room's other watchers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Claims {
+    /// The payload part of a token with these claims.
+    pub fn payload(&self) -> String {
+        base64url::encode(&serde_json::to_vec(self).expect("claims serialize"))
+    }
+
+    /// The claims of a payload; `None` if it is not one.
+    pub fn from_payload(payload: &str) -> Option<Self> {
+        serde_json::from_slice(&base64url::decode(payload)?).ok()
+    }
+
+    pub fn expired(&self, now_ms: u64) -> bool {
+        now_ms >= self.expires_at
+    }
+}
+
+/// A presented text that has the form of a room token.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Presented<'a> {
+    /// What the mac is of: the prefix and the payload.
+    pub signed: &'a str,
+    pub payload: &'a str,
+    pub mac: Vec<u8>,
+}
+
+/// Splits a presented token; `None` unless it has a room token's form.
+pub fn parse(token: &str) -> Option<Presented<'_>> {
+    let rest = token.strip_prefix(PREFIX)?;
+    let (payload, mac) = rest.split_once('.')?;
+    let mac = base64url::decode(mac).filter(|mac| mac.len() == MAC_BYTES)?;
+    Some(Presented {
+        signed: &token[..PREFIX.len() + payload.len()],
+        payload,
+        mac,
+    })
+}
+
+/// Tokens already read and their claims, at most [`Known::MAX`] (then it
+/// starts afresh): a busy room's requests carry the same few tokens, and
+/// each would otherwise cost decoding its claims (and, where they are
+/// verified, an HMAC) again. Found by the MAC's first 64 bits, which tell
+/// nobody anything they could not guess, and the token found is compared
+/// whole in constant time.
+#[derive(Default)]
+pub struct Known(Vec<(u64, String, Claims)>);
+
+impl Known {
+    pub const MAX: usize = 256;
+
+    fn key(mac: &[u8]) -> u64 {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&mac[..8]);
+        u64::from_le_bytes(first)
+    }
+
+    /// The claims of `token` (its `mac` as parsed), if it is known.
+    pub fn get(&self, token: &str, mac: &[u8]) -> Option<Claims> {
+        // A list, searched in place: a few hundred integers at most.
+        let key = Self::key(mac);
+        let (_, known, claims) = self.0.iter().find(|(k, _, _)| *k == key)?;
+        auth::same_token(token, known).then(|| claims.clone())
+    }
+
+    pub fn insert(&mut self, token: &str, mac: &[u8], claims: &Claims) {
+        if self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        self.0
+            .push((Self::key(mac), token.to_owned(), claims.clone()));
+    }
+}
+
+/// What the mac of a token with `payload` is of.
+pub fn signed(payload: &str) -> String {
+    format!("{PREFIX}{payload}")
+}
+
+/// The token of a payload and its mac.
+pub fn assemble(payload: &str, mac: &[u8]) -> String {
+    format!("{PREFIX}{payload}.{}", base64url::encode(mac))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims() -> Claims {
+        Claims {
+            room: "r-1".into(),
+            role: RoomRole::Writer,
+            expires_at: 1_764_400_000_000,
+            generation: "00ff".into(),
+            name: Some("bo ü".into()),
+        }
+    }
+
+    #[test]
+    fn a_token_splits_into_what_was_joined() {
+        let payload = claims().payload();
+        let mac = [7u8; MAC_BYTES];
+        let token = assemble(&payload, &mac);
+        assert!(token.starts_with("duet1.") && token.is_ascii());
+        let presented = parse(&token).unwrap();
+        assert_eq!(presented.signed, signed(&payload));
+        assert_eq!(presented.mac, mac);
+        assert_eq!(Claims::from_payload(presented.payload), Some(claims()));
+    }
+
+    #[test]
+    fn claims_are_written_with_short_names() {
+        let json: serde_json::Value =
+            serde_json::from_slice(&base64url::decode(&claims().payload()).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"room": "r-1", "role": "writer", "exp": 1_764_400_000_000u64, "gen": "00ff", "name": "bo ü"})
+        );
+        let unnamed = Claims {
+            name: None,
+            ..claims()
+        };
+        assert_eq!(Claims::from_payload(&unnamed.payload()), Some(unnamed));
+    }
+
+    #[test]
+    fn only_the_form_of_a_room_token_parses() {
+        let token = assemble(&claims().payload(), &[1u8; MAC_BYTES]);
+        let (head, mac) = token.rsplit_once('.').unwrap();
+        for bad in [
+            "",
+            "s3cret",
+            "duet1.",
+            "duet1.abc",
+            &token[..token.len() - 1],
+            &format!("{head}.{}", &mac[..mac.len() - 2]),
+            &format!("{head}.{mac}A"),
+            &token.replacen("duet1.", "duet2.", 1),
+        ] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+        assert!(!claims().expired(1_764_399_999_999));
+        assert!(claims().expired(1_764_400_000_000));
+    }
+
+    #[test]
+    fn known_tokens_are_found_whole_and_bounded() {
+        let mut known = Known::default();
+        let mac = [9u8; MAC_BYTES];
+        known.insert("duet1.a.b", &mac, &claims());
+        assert_eq!(known.get("duet1.a.b", &mac), Some(claims()));
+        // The same first 8 bytes of a MAC, another token: not it.
+        assert_eq!(known.get("duet1.a.c", &mac), None);
+        assert_eq!(known.get("duet1.a.b", &[8u8; MAC_BYTES]), None);
+        for i in 0..Known::MAX {
+            let mut other = [0u8; MAC_BYTES];
+            other[..8].copy_from_slice(&(i as u64 + 1000).to_le_bytes());
+            known.insert("t", &other, &claims());
+        }
+        assert!(known.0.len() <= Known::MAX);
+        assert_eq!(known.get("duet1.a.b", &mac), None, "started afresh");
+    }
+}

@@ -55,6 +55,8 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         MAX_WATCHERS,
         MAX_UNACKED_EVENTS,
         MAX_WATCHER_FRAME_BYTES,
+        INVITE_DEFAULT_TTL_SECONDS,
+        INVITE_MAX_TTL_SECONDS,
     ]
 }
 

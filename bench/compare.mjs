@@ -15,6 +15,12 @@
 //   node bench/compare.mjs --merge FILE.json     # sets FILE's sections.compare
 //   BENCH_QUICK=1 node bench/compare.mjs         # 2 rounds of 3 s instead of 5 of 10
 //
+// With --access it measures what room tokens cost instead: one Rust worker
+// in token mode, the same rooms and requests, each room's requests carrying
+// a writer's room token of that room (checked in the front door, its
+// generation in the object) or the service token, in alternating rounds;
+// its section is sections.access (default endpoints "history,message,exec").
+//
 // COMPARE_ROUNDS, COMPARE_SECONDS, COMPARE_CONNECTIONS and COMPARE_ENDPOINTS
 // (of health, history, message, exec; default "health,message,exec")
 // override the defaults. Needs wrk on PATH.
@@ -28,6 +34,9 @@ import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
 import { compareAnswers } from "./lib/compare-smoke.mjs";
 import { load, postJson, round } from "./lib/load.mjs";
 
+const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" }, access: { type: "boolean" } } });
+const ACCESS = Boolean(args.access);
+const SERVICE_TOKEN = "bench-service-t0ken";
 const QUICK = process.env.BENCH_QUICK === "1";
 const int = (name, fallback) => (process.env[name] ? Number(process.env[name]) : fallback);
 const ROUNDS = int("COMPARE_ROUNDS", QUICK ? 2 : 5);
@@ -42,15 +51,24 @@ const ENDPOINTS = [
   { key: "history", label: "GET /messages", optional: true },
   { key: "message", label: "POST /message" },
   { key: "exec", label: "POST /sandbox/exec `true`" },
-].filter((e) => (process.env.COMPARE_ENDPOINTS ? process.env.COMPARE_ENDPOINTS.split(",").includes(e.key) : !e.optional));
-const WORKERS = [
-  { key: "rust", label: "Rust (build/)", buildDir: path.join(ROOT, "build") },
-  { key: "js", label: "JavaScript reference (bench/reference/)", buildDir: path.join(ROOT, "bench/reference") },
-];
+].filter((e) => {
+  if (process.env.COMPARE_ENDPOINTS) return process.env.COMPARE_ENDPOINTS.split(",").includes(e.key);
+  return ACCESS ? e.key !== "health" : !e.optional;
+});
+// The two sides measured, each against the other: the first / the second.
+const WORKERS = ACCESS
+  ? [
+      { key: "room", label: "room token (a writer's, of each room)", auth: "room" },
+      { key: "service", label: "service token (DUET_API_TOKEN)", auth: "service" },
+    ]
+  : [
+      { key: "rust", label: "Rust (build/)", buildDir: path.join(ROOT, "build") },
+      { key: "js", label: "JavaScript reference (bench/reference/)", buildDir: path.join(ROOT, "bench/reference") },
+    ];
+const [FIRST, SECOND] = WORKERS.map((w) => w.key);
 const LUA = path.join(ROOT, "bench/lib/wrk-rooms.lua");
 
-const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" } } });
-const out = args.merge ?? args.out ?? path.join(ROOT, "bench/results/compare.json");
+const out = args.merge ?? args.out ?? path.join(ROOT, `bench/results/${ACCESS ? "access" : "compare"}.json`);
 
 const cleanup = [];
 const loadavgs = [];
@@ -133,10 +151,10 @@ async function serve(worker, vars) {
   };
 }
 
-/** One wrk run; its figures (latency in ms). */
-function wrk(url, mode, seconds) {
+/** One wrk run; its figures (latency in ms). `tokens`: bearer tokens, one per room or one for all. */
+function wrk(url, mode, seconds, tokens = []) {
   const argv = ["-t", String(THREADS), "-c", String(CONNECTIONS), "-d", `${seconds}s`, "--timeout", "10s", "-s", LUA, url];
-  const env = { ...process.env, COMPARE_MODE: mode, COMPARE_ROOMS: String(ROOMS), COMPARE_PREFIX: `cmp-${mode}`, COMPARE_THREADS: String(THREADS) };
+  const env = { ...process.env, COMPARE_MODE: mode, COMPARE_ROOMS: String(ROOMS), COMPARE_PREFIX: `cmp-${mode}`, COMPARE_THREADS: String(THREADS), COMPARE_TOKENS: tokens.join(",") };
   return new Promise((resolve, reject) => {
     const child = spawn("wrk", argv, { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -169,14 +187,20 @@ function wrk(url, mode, seconds) {
 /** Rooms as the Lua script names them, each in the state the measured requests expect. */
 async function prepare(base, mode) {
   const rooms = Array.from({ length: ROOMS }, (_, k) => `cmp-${mode}-${k}`);
+  const headers = ACCESS ? { authorization: `Bearer ${SERVICE_TOKEN}` } : {};
   if (mode === "message" || mode === "history") {
     // 10 exchanges = 20 messages: every measured request sees a full window.
-    const result = await load({ count: ROOMS * 10, concurrency: CONNECTIONS, maxMs: 120_000, request: (i) => postJson(`${base}/api/rooms/${rooms[i % ROOMS]}/message`, { text: `warm ${i}` }) });
+    const result = await load({ count: ROOMS * 10, concurrency: CONNECTIONS, maxMs: 120_000, request: (i) => postJson(`${base}/api/rooms/${rooms[i % ROOMS]}/message`, { text: `warm ${i}` }, headers) });
     if (result.errors) throw new Error(`filling the rooms: ${result.firstError}`);
   } else if (mode === "exec") {
-    const result = await load({ count: ROOMS, concurrency: CONNECTIONS, maxMs: 60_000, request: (i) => postJson(`${base}/api/rooms/${rooms[i]}/sandbox/exec`, { cmd: "true" }) });
+    const result = await load({ count: ROOMS, concurrency: CONNECTIONS, maxMs: 60_000, request: (i) => postJson(`${base}/api/rooms/${rooms[i]}/sandbox/exec`, { cmd: "true" }, headers) });
     if (result.errors) throw new Error(`starting the shells: ${result.firstError}`);
   }
+  if (!ACCESS) return {};
+  // A writer's room token per room, in the rooms' order.
+  const room = [];
+  for (const r of rooms) room.push(JSON.parse(await postJson(`${base}/api/rooms/${r}/invites`, { role: "writer" }, headers)).token);
+  return { room, service: [SERVICE_TOKEN] };
 }
 
 function summarize(rounds) {
@@ -198,18 +222,23 @@ function summarize(rounds) {
 
 async function measure(endpoint, servers) {
   log(`${endpoint.label}: preparing rooms`);
-  for (const w of WORKERS) await prepare(servers[w.key].url, endpoint.key);
+  // Both sides of --access share one worker: its rooms are prepared once.
+  const tokens = {};
+  for (const w of ACCESS ? WORKERS.slice(0, 1) : WORKERS) Object.assign(tokens, await prepare(servers[w.key].url, endpoint.key));
+  const tokensOf = (w) => tokens[w.auth] ?? [];
   for (const w of WORKERS) {
     log(`${endpoint.label}: warming up ${w.key} (${WARM_SECONDS} s)`);
-    await wrk(servers[w.key].url, endpoint.key, WARM_SECONDS);
+    await wrk(servers[w.key].url, endpoint.key, WARM_SECONDS, tokensOf(w));
   }
   loadavg(endpoint.key);
-  const rounds = { rust: [], js: [] };
+  const rounds = { [FIRST]: [], [SECOND]: [] };
   for (let i = 0; i < ROUNDS; i++) {
-    for (const w of WORKERS) {
+    // --access alternates which side goes first (AB, BA, ...): the two share
+    // one worker, whose state one round leaves to the next.
+    for (const w of ACCESS && i % 2 ? [...WORKERS].reverse() : WORKERS) {
       await sleep(300);
       const cpuBefore = servers[w.key].cpuMs();
-      const r = await wrk(servers[w.key].url, endpoint.key, SECONDS);
+      const r = await wrk(servers[w.key].url, endpoint.key, SECONDS, tokensOf(w));
       const cpuAfter = servers[w.key].cpuMs();
       // workerd's CPU per request: unlike throughput, hardly moved by what
       // else the machine runs.
@@ -218,18 +247,21 @@ async function measure(endpoint, servers) {
       log(`${endpoint.label}: round ${i + 1}/${ROUNDS} ${w.key}: ${r.requestsPerSec} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, CPU ${r.cpuUsPerRequest} µs/req, errors ${r.errors}`);
     }
   }
-  const ratios = rounds.rust.map((r, i) => ({
-    throughput: round(r.requestsPerSec / rounds.js[i].requestsPerSec, 3),
-    p50: round(r.p50Ms / rounds.js[i].p50Ms, 3),
-    p99: round(r.p99Ms / rounds.js[i].p99Ms, 3),
-    cpu: r.cpuUsPerRequest && rounds.js[i].cpuUsPerRequest ? round(r.cpuUsPerRequest / rounds.js[i].cpuUsPerRequest, 3) : null,
-  }));
+  const ratios = rounds[FIRST].map((r, i) => {
+    const other = rounds[SECOND][i];
+    return {
+      throughput: round(r.requestsPerSec / other.requestsPerSec, 3),
+      p50: round(r.p50Ms / other.p50Ms, 3),
+      p99: round(r.p99Ms / other.p99Ms, 3),
+      cpu: r.cpuUsPerRequest && other.cpuUsPerRequest ? round(r.cpuUsPerRequest / other.cpuUsPerRequest, 3) : null,
+    };
+  });
   return {
     label: endpoint.label,
-    rust: summarize(rounds.rust),
-    js: summarize(rounds.js),
-    // Rust / JS, median of the per-round ratios: throughput above 1 and
-    // latency below 1 favour Rust.
+    [FIRST]: summarize(rounds[FIRST]),
+    [SECOND]: summarize(rounds[SECOND]),
+    // First / second (Rust / JS, room token / service token), median of the
+    // per-round ratios: throughput above 1 and latency below 1 favour the first.
     ratio: {
       throughput: median(ratios.map((r) => r.throughput)),
       p50: median(ratios.map((r) => r.p50)),
@@ -244,18 +276,25 @@ try {
   const version = wrkVersion();
   const sandboxd = await startSandboxd({ root: tempDir("compare-sandboxes") });
   cleanup.push(async () => { await sandboxd.stop(); fs.rmSync(sandboxd.root, { recursive: true, force: true }); });
-  log("starting both workers");
   const servers = {};
-  for (const w of WORKERS) {
-    servers[w.key] = await serve(w, { SANDBOX_URL: sandboxd.url });
-    cleanup.push(() => servers[w.key].stop());
-  }
-
-  log("checking that both give the same answers");
-  const smoke = await compareAnswers({ rust: servers.rust.url, js: servers.js.url });
-  if (smoke.differences.length) {
-    console.error(JSON.stringify(smoke.differences, null, 1));
-    throw new Error(`the workers answer differently (${smoke.differences.length} differences; see above)`);
+  let smoke = null;
+  if (ACCESS) {
+    log("starting the worker in token mode");
+    const server = await serve({ key: "rust", buildDir: path.join(ROOT, "build") }, { SANDBOX_URL: sandboxd.url, DUET_API_TOKEN: SERVICE_TOKEN });
+    cleanup.push(() => server.stop());
+    for (const w of WORKERS) servers[w.key] = server;
+  } else {
+    log("starting both workers");
+    for (const w of WORKERS) {
+      servers[w.key] = await serve(w, { SANDBOX_URL: sandboxd.url });
+      cleanup.push(() => servers[w.key].stop());
+    }
+    log("checking that both give the same answers");
+    smoke = await compareAnswers({ rust: servers.rust.url, js: servers.js.url });
+    if (smoke.differences.length) {
+      console.error(JSON.stringify(smoke.differences, null, 1));
+      throw new Error(`the workers answer differently (${smoke.differences.length} differences; see above)`);
+    }
   }
 
   const endpoints = {};
@@ -264,7 +303,7 @@ try {
 
   // Histories stayed bounded through the load.
   const windows = {};
-  for (const w of endpoints.message ? WORKERS : []) {
+  for (const w of endpoints.message && !ACCESS ? WORKERS : []) {
     const body = JSON.parse(await (await fetch(`${servers[w.key].url}/api/rooms/cmp-message-0/messages`)).text());
     windows[w.key] = body.messages.length;
   }
@@ -272,9 +311,9 @@ try {
   const section = {
     date: new Date().toISOString(),
     quick: QUICK,
-    settings: { rounds: ROUNDS, seconds: SECONDS, warmSeconds: WARM_SECONDS, connections: CONNECTIONS, threads: THREADS, rooms: ROOMS, wrk: version, order: "each round: Rust, then JS" },
+    settings: { rounds: ROUNDS, seconds: SECONDS, warmSeconds: WARM_SECONDS, connections: CONNECTIONS, threads: THREADS, rooms: ROOMS, wrk: version, order: ACCESS ? `${FIRST} first in odd rounds, ${SECOND} first in even ones` : `each round: ${FIRST}, then ${SECOND}` },
     workers: Object.fromEntries(WORKERS.map((w) => [w.key, w.label])),
-    smoke: { requests: smoke.requests, differences: 0 },
+    smoke: smoke && { requests: smoke.requests, differences: 0 },
     historyWindowAfterLoad: windows,
     load: loadavgs,
     endpoints,
@@ -283,15 +322,15 @@ try {
   if (args.merge) {
     results = JSON.parse(fs.readFileSync(out, "utf8"));
     results.sections ??= {};
-    results.sections.compare = section;
+    results.sections[ACCESS ? "access" : "compare"] = section;
   } else {
-    results = { date: section.date, quick: QUICK, machine: { nproc: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", node: process.version }, sections: { compare: section } };
+    results = { date: section.date, quick: QUICK, machine: { nproc: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", node: process.version }, sections: { [ACCESS ? "access" : "compare"]: section } };
   }
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, JSON.stringify(results, null, 1) + "\n");
   log(`wrote ${path.relative(ROOT, out)}`);
   const f = (s) => `${s.requestsPerSec} req/s, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, CPU ${s.cpuUsPerRequest} µs/req, ${s.errors} errors`;
-  for (const e of Object.values(endpoints)) log(`${e.label}: Rust ${f(e.rust)} | JS ${f(e.js)} | Rust/JS throughput ${e.ratio.throughput}, p99 ${e.ratio.p99}`);
+  for (const e of Object.values(endpoints)) log(`${e.label}: ${FIRST} ${f(e[FIRST])} | ${SECOND} ${f(e[SECOND])} | ${FIRST}/${SECOND} throughput ${e.ratio.throughput}, p99 ${e.ratio.p99}, CPU ${e.ratio.cpu}`);
 } finally {
   for (const f of cleanup.reverse()) await Promise.resolve(f()).catch(() => {});
 }

@@ -15,7 +15,7 @@ const outDir = path.resolve(process.argv[3] ?? path.join(ROOT, "docs"));
 const r = JSON.parse(fs.readFileSync(resultsFile, "utf8"));
 const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
 const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
-const { floors, sandboxd: sd, coldStart, worker, upload, compare } = r.sections;
+const { floors, sandboxd: sd, coldStart, worker, upload, compare, access } = r.sections;
 const d = r.derived;
 
 const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -72,6 +72,18 @@ if (message) {
       why: "p99 here is set by the 2-core machine's scheduling more than by either worker: it moves by tens of per cent between rounds of the same worker.",
     },
   );
+}
+// What a room token may cost a warm request against the service token.
+const ACCESS_CPU_MAX = 1.05;
+const accessHistory = access?.endpoints.history;
+if (accessHistory) {
+  const r = accessHistory.ratio;
+  targets.push({
+    what: `A room token costs a warm GET /messages at most ${Math.round((ACCESS_CPU_MAX - 1) * 100)}% more CPU than the service token`,
+    value: `${r.cpu == null ? "–" : `${r.cpu.toFixed(2)}×`} CPU per request (${accessHistory.room.cpuUsPerRequest?.toFixed(0)} against ${accessHistory.service.cpuUsPerRequest?.toFixed(0)} µs), throughput ${r.throughput.toFixed(2)}×`,
+    met: r.cpu != null && r.cpu <= ACCESS_CPU_MAX,
+    why: "the lightest request with a room hop, so the check weighs most here; the HMAC is paid once per token and isolate, the rest is reading a longer token in the front door and in the object (see \"Room tokens on the warm path\" below).",
+  });
 }
 const refStart = coldStart.reference?.median;
 if (refStart) {
@@ -157,6 +169,31 @@ if (compare) {
     if (!e) continue;
     const perRound = (s) => s.rounds.map((x) => x.requestsPerSec.toFixed(0)).join(", ");
     p(`- ${label}: Rust serves ${more(e.ratio.throughput)} requests per second than the reference (per round, req/s: Rust ${perRound(e.rust)}; JS ${perRound(e.js)}), p50 ${ratio(e.ratio.p50)}, p99 ${ratio(e.ratio.p99)}.`);
+  }
+  p("");
+}
+
+// ---- a room token against the service token
+if (access) {
+  const as = access.settings;
+  const ratio = (x) => (x == null ? "–" : `${x.toFixed(2)}×`);
+  p("## Room tokens on the warm path", "");
+  p(`What checking a room token costs a warm request, measured ${access.date.slice(0, 10)} (${access.date.slice(11, 16)} UTC) by \`node bench/compare.mjs --access\`: the Rust worker in token mode on workerd, in a process of its own (the scripted AI stand-in, one sandboxd), loaded by wrk (${as.threads} threads, ${as.connections} connections, keep-alive; a separate process) with the same requests to the same ${as.rooms} rooms either way, carrying either the service token or a writer's room token of each room (${as.rooms} tokens). ${as.rounds} rounds of ${as.seconds} s per token and endpoint after ${as.warmSeconds} s of warm-up; which goes first alternates from round to round (they share one worker). A room token is checked in the front door (its MAC, by WebCrypto, its expiry, room and role), and its generation in the room's object; each isolate keeps the claims of the tokens it has checked or read, so the HMAC and the decoding are paid once per token. Figures are medians over the rounds, ratios medians of the per-round ratios (room token / service token); CPU is workerd's per request, as above.`, "");
+  if (access.quick) p(`**Quick run (\`BENCH_QUICK=1\`): do not quote these figures.**`, "");
+  const cpu = (s) => (s.cpuUsPerRequest == null ? "–" : s.cpuUsPerRequest.toFixed(0));
+  p("| endpoint | token | req/s | p50 ms | p99 ms | CPU µs/req | errors | room/service req/s | room/service p99 | room/service CPU |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (const [key, label] of COMPARED) {
+    const e = access.endpoints[key];
+    if (!e) continue;
+    p(`| ${label} | room (writer) | ${e.room.requestsPerSec.toFixed(0)} | ${ms(e.room.p50Ms)} | ${ms(e.room.p99Ms)} | ${cpu(e.room)} | ${e.room.errors} | **${ratio(e.ratio.throughput)}** | **${ratio(e.ratio.p99)}** | **${ratio(e.ratio.cpu)}** |`);
+    p(`| | service | ${e.service.requestsPerSec.toFixed(0)} | ${ms(e.service.p50Ms)} | ${ms(e.service.p99Ms)} | ${cpu(e.service)} | ${e.service.errors} | | | |`);
+  }
+  p("");
+  for (const [key, label] of COMPARED) {
+    const e = access.endpoints[key];
+    if (!e) continue;
+    const perRound = (s) => s.rounds.map((x) => x.cpuUsPerRequest?.toFixed(0) ?? "–").join(", ");
+    p(`- ${label}: CPU per request, per round (µs): room token ${perRound(e.room)}; service token ${perRound(e.service)}; per-round ratios ${e.ratio.perRound.map((x) => ratio(x.cpu)).join(", ")}.`);
   }
   p("");
 }

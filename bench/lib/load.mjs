@@ -79,6 +79,6 @@ export async function call(url, init = {}) {
   return body;
 }
 
-export function postJson(url, value) {
-  return call(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(value) });
+export function postJson(url, value, headers = {}) {
+  return call(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(value) });
 }

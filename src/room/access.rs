@@ -12,7 +12,7 @@
 //! generation takes no room token, so the tokens of a forgotten room never
 //! come back, and nothing of a room is kept once it is gone.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use worker::{web_sys, Env, SqlStorage, SqlStorageValue};
 
@@ -53,27 +53,37 @@ pub fn claims_of(req: &web_sys::Request, env: &Env) -> Result<Option<Claims>, Ap
     if auth::same_token(&presented, &service) {
         return Ok(None);
     }
-    let not_a_room_token =
-        || ApiError::Internal("a token the front door let through is no room token".into());
-    let parsed = token::parse(&presented).ok_or_else(not_a_room_token)?;
-    if let Some(claims) = READ.with(|read| read.borrow().get(&presented, &parsed.mac)) {
+    if let Some(claims) = READ.with(|read| read.borrow().get(&presented)) {
         return Ok(Some(claims));
     }
-    let claims = Claims::from_payload(parsed.payload).ok_or_else(not_a_room_token)?;
-    READ.with(|read| read.borrow_mut().insert(&presented, &parsed.mac, &claims));
+    let claims = token::parse(&presented)
+        .and_then(|parsed| Claims::from_payload(parsed.payload))
+        .ok_or_else(|| {
+            ApiError::Internal("a token the front door let through is no room token".into())
+        })?;
+    READ.with(|read| read.borrow_mut().insert(&presented, &claims));
     Ok(Some(claims))
 }
 
 thread_local! {
     /// The room tokens this isolate's objects have read.
     static READ: RefCell<Known> = RefCell::default();
+    /// The access mode, once read.
+    static MODE: Cell<Option<Mode>> = const { Cell::new(None) };
 }
 
-/// The deployment's access mode (`DUET_ACCESS`, `DUET_API_TOKEN`).
+/// The deployment's access mode (`DUET_ACCESS`, `DUET_API_TOKEN`), read
+/// once per isolate (settings do not change while one lives; see
+/// `runtime::config`).
 pub fn mode(env: &Env) -> Result<Mode, ApiError> {
+    if let Some(mode) = MODE.get() {
+        return Ok(mode);
+    }
     let access = config::get(env, "DUET_ACCESS");
     let service = config::get(env, "DUET_API_TOKEN").is_some();
-    access::mode(access.as_deref(), service).map_err(ApiError::AccessNotConfigured)
+    let mode = access::mode(access.as_deref(), service).map_err(ApiError::AccessNotConfigured)?;
+    MODE.set(Some(mode));
+    Ok(mode)
 }
 
 /// The room's generation in an object's SQLite storage, kept in memory too

@@ -28,8 +28,8 @@ use crate::runtime::config;
 /// on which it is.
 pub fn presented(req: &web_sys::Request) -> Result<Option<String>, ApiError> {
     let headers = req.headers();
-    if let Some(bearer) = auth::bearer(headers.get("authorization")?.as_deref()) {
-        return Ok(Some(bearer.to_owned()));
+    if let Some(bearer) = headers.get("authorization")?.and_then(auth::bearer) {
+        return Ok(Some(bearer));
     }
     let protocols = headers.get("sec-websocket-protocol")?;
     Ok(protocols.and_then(|protocols| live::token_from_protocols(&protocols)))

@@ -6,8 +6,8 @@
 //! Deciding is one synchronous step (no `await` between reading an approval
 //! and writing its decision), so of two writers deciding at once the first
 //! wins and the second learns how it went. An exchange is taken for resuming
-//! in one step too, and its rows deleted as it is taken: a resume that dies
-//! half-way (the object evicted) does not run its commands twice.
+//! in one step too, and deleted as it is taken: a resume that dies half-way
+//! (the object evicted) does not run its commands twice.
 
 use std::cell::RefCell;
 
@@ -29,6 +29,9 @@ pub struct Ready {
     pub paused: Paused,
     pub decided: Vec<Approval>,
 }
+
+/// Decided approvals kept after their exchange went on.
+const KEPT_DECIDED: i64 = 1_000;
 
 const APPROVAL_COLUMNS: &str =
     "id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at";
@@ -246,9 +249,13 @@ impl Approvals {
         let exchange = text(exchange).unwrap_or_default();
         let id = id.clone();
         let decided = self.select("WHERE paused = ? ORDER BY id", vec![id.clone()])?;
-        self.sql
-            .exec("DELETE FROM approvals WHERE paused = ?", vec![id.clone()])?;
         self.sql.exec("DELETE FROM paused WHERE id = ?", vec![id])?;
+        // Decided approvals stay a while, so that a late decision learns
+        // how it went (409) rather than that there was none (404).
+        self.sql.exec(
+            "DELETE FROM approvals WHERE decision IS NOT NULL AND id <= (SELECT MAX(id) FROM approvals) - ?",
+            vec![SqlStorageValue::Integer(KEPT_DECIDED)],
+        )?;
         // An exchange stored by another version of the worker, unreadable
         // here, is dropped rather than retried for ever.
         Ok(serde_json::from_str(&exchange)

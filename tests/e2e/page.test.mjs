@@ -4,9 +4,10 @@
 // line as it is printed, not all at the end. A page that reconnects misses
 // nothing after it; one that needs the token asks for it, and for a new one
 // when it is wrong; a deleted room says so; a page on another origin can
-// neither run a command nor watch; and an owner's invite links bring a
+// neither run a command nor watch; an owner's invite links bring a
 // watcher, who sees the room live and cannot type, and a writer, who can,
-// until the owner revokes them.
+// until the owner revokes them; and in a room that asks, a command of the
+// agent waits on every page until a writer approves it.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -227,14 +228,15 @@ describe("the web page with DUET_API_TOKEN", () => {
     await context.addInitScript(recordSockets);
     if (stored) await context.addInitScript((t) => sessionStorage.getItem("duet-token") || sessionStorage.setItem("duet-token", t), stored);
     const page = await context.newPage();
-    const prompts = [];
+    const prompts = [], errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
     page.on("dialog", async (dialog) => {
       prompts.push(dialog.message());
       const given = answer(dialog.message(), prompts.length);
       await (given === undefined ? dialog.dismiss() : dialog.accept(given));
     });
     await page.goto(url);
-    return { page, prompts };
+    return { page, prompts, errors };
   }
 
   test("the page asks for the token when the worker refuses it, and is then let in", async () => {
@@ -297,6 +299,64 @@ describe("the web page with DUET_API_TOKEN", () => {
     await statusIs(owner.page, "every invite link was revoked");
     assert.deepEqual((await sockets(owner.page)).map((s) => s.closes), [[]], "the owner's own socket stays");
     assert.deepEqual([owner.prompts, watcher.prompts, writer.prompts], [[], [], []]);
+  });
+
+  test("a room that asks: the agent's command waits on every page until a writer approves it", async () => {
+    const owner = await open(() => undefined, TOKEN);
+    await statusIs(owner.page, "live");
+    const room = new URL(owner.page.url()).pathname.split("/").pop();
+    const api = (method, route, body) => worker.api(method, `/api/rooms/${room}${route}`, body, { authorization: `Bearer ${TOKEN}` });
+    const invite = async (role, name) => {
+      const res = await api("POST", "/invites", { role, name });
+      assert.equal(res.status, 200, res.text);
+      const page = await open(() => undefined, undefined, res.json.link);
+      await page.page.waitForFunction((r) => document.getElementById("role").textContent === `you: ${r}`, role);
+      return page;
+    };
+    const [writer, watcher] = [await invite("writer", "bo"), await invite("watcher", "wanda")];
+    const pages = [owner, writer, watcher];
+    const mode = (p) => p.page.evaluate(() => [document.getElementById("mode").value, document.getElementById("mode").disabled]);
+
+    const policy = await api("PUT", "/policy", { agentCommands: "ask", allow: ["git status"] });
+    assert.equal(policy.status, 200, policy.text);
+    for (const { page } of pages) await page.waitForFunction(() => document.getElementById("mode").value === "ask");
+    assert.deepEqual(await Promise.all(pages.map(mode)), [["ask", false], ["ask", true], ["ask", true]], "only the owner may change it");
+    assert.match(await watcher.page.textContent("#rules"), /allow:git status deny: none/);
+
+    // The owner's page does not hear of the decision: it decides too late.
+    await owner.page.evaluate(() => {
+      const { socket } = window.sockets.at(-1);
+      const shown = socket.onmessage;
+      socket.onmessage = (m) => JSON.parse(m.data).type === "decided" || shown(m);
+    });
+    await owner.page.fill("#name", "olga");
+    await owner.page.getByLabel("Message to the agent").fill("steps echo approved-$((6*7))");
+    await owner.page.keyboard.press("Enter");
+    for (const { page } of pages) {
+      await page.waitForFunction(() => document.getElementById("asks").textContent.includes("echo approved-$((6*7))"));
+    }
+    assert.match(await watcher.page.textContent("#asks"), /asked by .+, expires at /);
+    assert.equal(await watcher.page.locator("#asks button").count(), 0, "a watcher cannot decide");
+    assert.equal(await writer.page.locator("#asks button").count(), 2);
+    assert.doesNotMatch(await writer.page.textContent("#term"), /approved-42/, "nothing ran yet");
+
+    await writer.page.getByRole("button", { name: "Approve" }).click();
+    await watcher.page.waitForFunction(() => document.getElementById("asks").textContent.includes("approved by bo"));
+    for (const { page } of pages) {
+      await page.waitForFunction(() => document.getElementById("term").textContent.includes("approved-42\n[exit 0]"), null, { timeout: 10_000 });
+      await page.waitForFunction(() => document.getElementById("chat").textContent.includes("saw: approved-42"), null, { timeout: 10_000 });
+    }
+    await owner.page.getByRole("button", { name: "Approve" }).click();
+    await owner.page.waitForFunction(() => !document.querySelector("#asks button"));
+    assert.match(await owner.page.textContent("#asks li"), /approved.*bo/, "who decided first, as a note");
+    assert.equal(await owner.page.textContent("#status"), "live", "not an error");
+    // The decided entry goes after a moment.
+    await watcher.page.waitForFunction(() => document.querySelectorAll("#asks li").length === 0, null, { timeout: 10_000 });
+
+    await owner.page.selectOption("#mode", "off");
+    await writer.page.waitForFunction(() => document.getElementById("mode").value === "off");
+    assert.equal((await api("GET", "/policy")).json.agentCommands, "off");
+    assert.deepEqual(pages.flatMap((p) => [...p.prompts, ...p.errors]), []);
   });
 
   test("a dismissed prompt stops the retries; the token button tries again", async () => {

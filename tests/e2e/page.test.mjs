@@ -106,7 +106,7 @@ describe("the web page", () => {
 
   test("the page is usable by keyboard and labelled", async () => {
     const { page } = await open(randomUUID(), "kim");
-    for (const label of ["Your name", "Message to the agent", "Shell command"]) {
+    for (const label of ["Your name", "Message to the agent", "Shell command", "When the agent runs a command"]) {
       assert.equal(await page.getByLabel(label).count(), 1, label);
     }
     await page.focus("#text");

@@ -110,7 +110,7 @@ function room() {
         return b;
       }));
     }
-    li.append(el(a.command, "", "code"), el(`asked by ${a.askedBy}, expires at ${new Date(a.expiresAt).toLocaleTimeString()}`, "muted"), act);
+    li.append(el(a.command, "", "code"), el(`asked by ${a.askedBy || "someone"}, expires at ${new Date(a.expiresAt).toLocaleTimeString()}`, "muted"), act);
     asks.set(a.id, act);
     $("asks").append(li);
   }
@@ -119,13 +119,14 @@ function room() {
     const json = await call(`approvals/${id}`, { decision, userId: $("name").value.trim() || undefined }, "POST", 409);
     if (json.error) act.textContent = json.error;
   }
-  // A decided command says how and by whom for a moment, then goes.
+  // A decided command says how and by whom for a moment, then goes. The
+  // event names it by its id and decision, or holds the decided approval.
   function decided(e) {
-    settled.add(e.id);
-    const act = asks.get(e.id);
+    const d = e.approval ?? e, act = asks.get(d.id);
+    settled.add(d.id);
     if (!act) return;
-    asks.delete(e.id);
-    act.textContent = `${e.decision}${e.decidedBy ? ` by ${e.decidedBy}` : ""}`;
+    asks.delete(d.id);
+    act.textContent = `${d.decision}${d.decidedBy ? ` by ${d.decidedBy}` : ""}`;
     setTimeout(() => act.parentNode.remove(), 5000);
   }
   function presence(watchers) {

@@ -313,22 +313,26 @@ describe("the web page with DUET_API_TOKEN", () => {
       await page.page.waitForFunction((r) => document.getElementById("role").textContent === `you: ${r}`, role);
       return page;
     };
-    const [writer, watcher] = [await invite("writer", "bo"), await invite("watcher", "wanda")];
-    const pages = [owner, writer, watcher];
+    const writer = await invite("writer", "bo");
     const mode = (p) => p.page.evaluate(() => [document.getElementById("mode").value, document.getElementById("mode").disabled]);
+    const asked = (p) => p.page.waitForFunction(() => document.getElementById("asks").textContent.includes("echo approved-$((6*7))"));
 
+    // The pages that are there hear of the policy and the waiting command
+    // on the feed; the watcher, who comes later, asks for them on joining.
     const policy = await api("PUT", "/policy", { agentCommands: "ask", allow: ["git status"] });
     assert.equal(policy.status, 200, policy.text);
-    for (const { page } of pages) await page.waitForFunction(() => document.getElementById("mode").value === "ask");
-    assert.deepEqual(await Promise.all(pages.map(mode)), [["ask", false], ["ask", true], ["ask", true]], "only the owner may change it");
-    assert.match(await watcher.page.textContent("#rules"), /allow:git status deny: none/);
-
+    for (const { page } of [owner, writer]) await page.waitForFunction(() => document.getElementById("mode").value === "ask");
     await owner.page.fill("#name", "olga");
     await owner.page.getByLabel("Message to the agent").fill("steps echo approved-$((6*7))");
     await owner.page.keyboard.press("Enter");
-    for (const { page } of pages) {
-      await page.waitForFunction(() => document.getElementById("asks").textContent.includes("echo approved-$((6*7))"));
-    }
+    await asked(owner);
+    await asked(writer);
+    const watcher = await invite("watcher", "wanda");
+    const pages = [owner, writer, watcher];
+    await asked(watcher);
+    await watcher.page.waitForFunction(() => document.getElementById("mode").value === "ask");
+    assert.deepEqual(await Promise.all(pages.map(mode)), [["ask", false], ["ask", true], ["ask", true]], "only the owner may change it");
+    assert.match(await watcher.page.textContent("#rules"), /allow:git status deny: none/);
     assert.match(await watcher.page.textContent("#asks"), /asked by .+, expires at /);
     assert.equal(await watcher.page.locator("#asks button").count(), 0, "a watcher cannot decide");
     assert.equal(await writer.page.locator("#asks button").count(), 2);

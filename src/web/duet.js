@@ -122,7 +122,7 @@ function room() {
   // A decided command says how and by whom for a moment, then goes. The
   // event names it by its id and decision, or holds the decided approval.
   function decided(e) {
-    const d = e.approval ?? e, act = asks.get(d.id);
+    const d = e.approval, act = asks.get(d.id);
     settled.add(d.id);
     if (!act) return;
     asks.delete(d.id);

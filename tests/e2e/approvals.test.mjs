@@ -234,6 +234,14 @@ for (const backend of ["workers-ai", "openai"]) {
       assert.equal((await worker.api("GET", `/api/rooms/${r}/policy`)).json.agentCommands, "auto");
     });
 
+    test("the audit keeps the newest 200 entries", async () => {
+      const r = await room();
+      for (let i = 0; i < 205; i++) await worker.api("POST", `/api/rooms/${r}/sandbox/exec`, { cmd: `echo ${i}` });
+      const { entries } = (await worker.api("GET", `/api/rooms/${r}/audit`)).json;
+      assert.equal(entries.length, 200);
+      assert.deepEqual([entries[0].command, entries.at(-1).command], ["echo 204", "echo 5"]);
+    });
+
     test("an eviction, then a restart, between proposal and decision lose nothing", async () => {
       const r = await room({ agentCommands: "ask" });
       const [evicted] = (await worker.api("POST", `/api/rooms/${r}/message`, { text: "steps echo after-eviction" })).json.approvals;
@@ -252,3 +260,27 @@ for (const backend of ["workers-ai", "openai"]) {
     });
   });
 }
+
+describe("the deployment's default mode", () => {
+  test("DUET_AGENT_COMMANDS sets a new room's mode; a value it does not know is a 503 that says so", async () => {
+    const sandboxd = await startSandboxd();
+    for (const [mode, status] of [["ask", 200], ["sometimes", 503]]) {
+      const worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url, DUET_AGENT_COMMANDS: mode } });
+      try {
+        const r = randomUUID();
+        const policy = await worker.api("GET", `/api/rooms/${r}/policy`);
+        assert.equal(policy.status, status, policy.text);
+        if (status === 200) {
+          assert.equal(policy.json.agentCommands, "ask");
+          const res = await worker.api("POST", `/api/rooms/${r}/message`, { text: "steps echo waits" });
+          assert.equal(res.json.approvals.length, 1);
+        } else {
+          assert.match(policy.json.error, /DUET_AGENT_COMMANDS is "sometimes"; set it to auto, ask or off/);
+        }
+      } finally {
+        await worker.stop();
+      }
+    }
+    await sandboxd.stop();
+  });
+});

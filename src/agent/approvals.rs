@@ -139,18 +139,18 @@ impl Approvals {
                 Verdict::Denied { rule } => (Some(Decision::Denied), Some(rule.as_str())),
                 Verdict::Off => (Some(Decision::Denied), None),
             };
-            let text = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
+            let or_null = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
             self.sql.exec(
                 "INSERT INTO approvals (paused, command, asked_by, asked_at, expires_at,
                     decision, rule, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 vec![
                     SqlStorageValue::Integer(id),
                     command.as_str().into(),
-                    text(paused.asked_by.as_deref()),
+                    or_null(paused.asked_by.as_deref()),
                     SqlStorageValue::Integer(now as i64),
                     SqlStorageValue::Integer(expires_at as i64),
-                    text(decision.map(Decision::name)),
-                    text(rule),
+                    or_null(decision.map(Decision::name)),
+                    or_null(rule),
                     decision.map_or(SqlStorageValue::Null, |_| {
                         SqlStorageValue::Integer(now as i64)
                     }),

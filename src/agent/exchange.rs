@@ -263,6 +263,7 @@ impl Run<'_> {
                     at.not_run = not_run;
                     rounds.push(round);
                     paused = Some((at, judged));
+                    // The room numbers the approvals as it keeps them.
                     break Stop::Waiting(vec![]);
                 }
                 let off = judged.iter().any(|(_, verdict)| *verdict == Verdict::Off);

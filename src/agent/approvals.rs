@@ -17,6 +17,7 @@ use super::exchange::Paused;
 use crate::api::policy::{AgentCommands, Policy, Verdict};
 use crate::api::wire::{Approval, Decision};
 use crate::api::ApiError;
+use crate::runtime::sql::{self, number, text};
 
 pub struct Approvals {
     sql: SqlStorage,
@@ -82,12 +83,10 @@ impl Approvals {
         if let Some(policy) = self.policy.borrow().as_ref() {
             return Ok(policy.clone());
         }
-        let row = self
-            .sql
-            .exec("SELECT mode, allow, deny FROM policy WHERE id = 1", None)?
-            .raw()
-            .next()
-            .transpose()?;
+        let row = sql::first(
+            self.sql
+                .exec("SELECT mode, allow, deny FROM policy WHERE id = 1", None)?,
+        )?;
         let policy = match row.as_deref() {
             Some([mode, allow, deny]) => Policy {
                 agent_commands: text(mode)
@@ -234,15 +233,10 @@ impl Approvals {
 
     /// Takes a ready exchange, forgetting it here.
     pub fn take_ready(&self) -> worker::Result<Option<Ready>> {
-        let row = self
-            .sql
-            .exec(
-                "SELECT id, exchange FROM paused WHERE ready = 1 ORDER BY id LIMIT 1",
-                None,
-            )?
-            .raw()
-            .next()
-            .transpose()?;
+        let row = sql::first(self.sql.exec(
+            "SELECT id, exchange FROM paused WHERE ready = 1 ORDER BY id LIMIT 1",
+            None,
+        )?)?;
         let Some([id, exchange]) = row.as_deref() else {
             return Ok(None);
         };
@@ -266,17 +260,12 @@ impl Approvals {
     /// When something is next due: now if an exchange is ready, else the
     /// first expiry of a waiting approval.
     pub fn next_due(&self, now: u64) -> worker::Result<Option<u64>> {
-        let row = self
-            .sql
-            .exec(
-                "SELECT CASE WHEN EXISTS (SELECT 1 FROM paused WHERE ready = 1) THEN ?
-                   ELSE (SELECT MIN(expires_at) FROM approvals WHERE decision IS NULL) END",
-                vec![SqlStorageValue::Integer(now as i64)],
-            )?
-            .raw()
-            .next()
-            .transpose()?;
-        Ok(row.as_deref().and_then(|row| row.first()).and_then(number))
+        let due = sql::value(self.sql.exec(
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM paused WHERE ready = 1) THEN ?
+               ELSE (SELECT MIN(expires_at) FROM approvals WHERE decision IS NULL) END",
+            vec![SqlStorageValue::Integer(now as i64)],
+        )?)?;
+        Ok(due.as_ref().and_then(number))
     }
 
     /// The room is forgotten: its policy, approvals and paused exchanges.
@@ -300,17 +289,8 @@ impl Approvals {
     }
 
     fn last_id(&self) -> worker::Result<i64> {
-        let row = self
-            .sql
-            .exec("SELECT last_insert_rowid()", None)?
-            .raw()
-            .next()
-            .transpose()?;
-        Ok(row
-            .as_deref()
-            .and_then(|row| row.first())
-            .and_then(number)
-            .unwrap_or(0) as i64)
+        let id = sql::value(self.sql.exec("SELECT last_insert_rowid()", None)?)?;
+        Ok(id.as_ref().and_then(number).unwrap_or(0) as i64)
     }
 
     fn select(&self, filter: &str, values: Vec<SqlStorageValue>) -> worker::Result<Vec<Approval>> {
@@ -334,20 +314,6 @@ impl Approvals {
             }
         }
         Ok(approvals)
-    }
-}
-
-fn text(value: &SqlStorageValue) -> Option<String> {
-    match value {
-        SqlStorageValue::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn number(value: &SqlStorageValue) -> Option<u64> {
-    match value {
-        SqlStorageValue::Integer(n) => Some((*n).max(0) as u64),
-        _ => None,
     }
 }
 

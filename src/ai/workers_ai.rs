@@ -1,15 +1,20 @@
-//! The Workers AI binding. Input goes as a typed struct: a `serde_json::Value`
-//! map would reach JavaScript as a `Map`, in which Workers AI finds no
-//! `messages` field.
+//! The Workers AI binding. Input and answer cross into and out of
+//! JavaScript as JSON text (`JSON.parse`, `JSON.stringify`), read and written
+//! by serde_json, which the worker links anyway: serde_wasm_bindgen would
+//! cost a few KiB of the upload for the same objects.
 //!
 //! The binding throws the service's errors as `<name>: <code>: <description>`
 //! (e.g. `AiError: 5007: No such model …`); the code says what went wrong,
 //! whatever the name.
 
-use worker::Ai;
+use worker::js_sys::JSON;
+use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::Ai;
 
 use super::completion::Completion;
-use super::{input, Failure, CATALOG};
+use super::input::{self, Input};
+use super::{Failure, CATALOG};
 use crate::chat::context::ChatMessage;
 
 /// What local development's stand-in binding throws.
@@ -20,9 +25,20 @@ pub(super) async fn ask(
     model: &str,
     messages: &[ChatMessage<'_>],
 ) -> Result<Completion, Failure> {
-    ai.run::<_, Completion>(model, input::for_model(model, messages))
+    run(ai, model, &input::for_model(model, messages))
         .await
-        .map_err(|e| failure(model, &e.to_string()))
+        .map_err(|e| failure(model, &e))
+}
+
+/// The binding's answer to `input`, or what went wrong in words.
+async fn run(ai: &Ai, model: &str, input: &Input<'_>) -> Result<Completion, String> {
+    let thrown = |e: JsValue| worker::Error::from(e).to_string();
+    let input = serde_json::to_string(input).expect("an input serializes");
+    let input = JSON::parse(&input).map_err(thrown)?;
+    let answer = JsFuture::from(ai.run(model, input)).await.map_err(thrown)?;
+    // `undefined` stringifies to nothing, which serde_json then refuses.
+    let answer = JSON::stringify(&answer).map_err(thrown)?;
+    serde_json::from_str(&answer.as_string().unwrap_or_default()).map_err(|e| e.to_string())
 }
 
 /// What a thrown error means, in words that say what to do about it.

@@ -1,7 +1,8 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
 //! waits, bindings, the container methods workers-rs lacks, how futures are
 //! woken, the clock, bounded body reads, requests sent, JSON responses,
-//! request logs, settings, fresh ids, the key room tokens are signed with.
+//! request logs, settings, fresh ids, the key room tokens are signed with,
+//! SQLite rows read.
 
 pub mod bindings;
 pub mod body;
@@ -15,4 +16,5 @@ pub mod outgoing;
 pub mod random;
 pub mod respond;
 pub mod signing;
+pub mod sql;
 pub mod timeout;

@@ -78,6 +78,9 @@ fn every_error() -> Vec<ApiError> {
         ApiError::UnreadableBody(String::new()),
         ApiError::CleanedUp,
         ApiError::NoKeptArchive,
+        ApiError::NoSuchApproval,
+        ApiError::AlreadyDecided(String::new()),
+        ApiError::NotConfigured(String::new()),
         ApiError::NotAWebSocket,
         ApiError::NoSubprotocol,
         ApiError::TooManyWatchers(0),
@@ -109,6 +112,9 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::UnreadableBody(_)
             | ApiError::CleanedUp
             | ApiError::NoKeptArchive
+            | ApiError::NoSuchApproval
+            | ApiError::AlreadyDecided(_)
+            | ApiError::NotConfigured(_)
             | ApiError::NotAWebSocket
             | ApiError::NoSubprotocol
             | ApiError::TooManyWatchers(_)
@@ -277,7 +283,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
     let doc = doc();
     let mut documented = BTreeSet::new();
     for (method, path, _) in operations(&doc) {
-        let concrete = path.replace("{roomId}", "r1");
+        let concrete = concrete(&path);
         let parsed = route::parse(&method, &concrete)
             .unwrap_or_else(|e| panic!("{method} {path} is not a route: {e}"));
         let expected = match (method.as_str(), path.as_str()) {
@@ -298,6 +304,13 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             ("DELETE", "/api/rooms/{roomId}") => room(Action::Cleanup),
             ("POST", "/api/rooms/{roomId}/invites") => room(Action::Invite),
             ("DELETE", "/api/rooms/{roomId}/invites") => room(Action::Revoke),
+            ("GET", "/api/rooms/{roomId}/policy") => room(Action::Policy),
+            ("PUT", "/api/rooms/{roomId}/policy") => room(Action::SetPolicy),
+            ("GET", "/api/rooms/{roomId}/approvals") => room(Action::Approvals),
+            ("POST", "/api/rooms/{roomId}/approvals/{approvalId}") => {
+                room(Action::Decide { approval: 1 })
+            }
+            ("GET", "/api/rooms/{roomId}/audit") => room(Action::Audit),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");
@@ -308,6 +321,11 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
         documented, named,
         "the 404 names exactly the documented routes"
     );
+}
+
+/// A documented path with its parameters filled in.
+fn concrete(path: &str) -> String {
+    path.replace("{roomId}", "r1").replace("{approvalId}", "1")
 }
 
 fn room(action: Action) -> Route {
@@ -350,7 +368,7 @@ fn every_status_the_worker_gives_but_500_is_documented() {
     // Every room route can refuse a token (401) and be misconfigured
     // (503); one above a watcher's role, or refused to other sites, a 403.
     for (method, path, op) in operations(&doc) {
-        let Ok(Route::Room { action, .. }) = route::parse(&method, &path.replace("{roomId}", "r1"))
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path))
         else {
             continue;
         };
@@ -373,7 +391,7 @@ fn every_room_route_names_the_role_it_needs() {
         if !path.starts_with("/api/") {
             continue;
         }
-        let Ok(Route::Room { action, .. }) = route::parse(&method, &path.replace("{roomId}", "r1"))
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path))
         else {
             panic!("{method} {path}");
         };

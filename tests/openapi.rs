@@ -368,8 +368,7 @@ fn every_status_the_worker_gives_but_500_is_documented() {
     // Every room route can refuse a token (401) and be misconfigured
     // (503); one above a watcher's role, or refused to other sites, a 403.
     for (method, path, op) in operations(&doc) {
-        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path))
-        else {
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             continue;
         };
         let forbidden = access::needed(action) > RoomRole::Watcher || action.needs_own_origin();
@@ -391,8 +390,7 @@ fn every_room_route_names_the_role_it_needs() {
         if !path.starts_with("/api/") {
             continue;
         }
-        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path))
-        else {
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             panic!("{method} {path}");
         };
         assert_eq!(

@@ -6,8 +6,8 @@
 //! Deciding is one synchronous step (no `await` between reading an approval
 //! and writing its decision), so of two writers deciding at once the first
 //! wins and the second learns how it went. An exchange is taken for resuming
-//! in one step too, and its rows deleted as it is taken: a resume that dies
-//! half-way (the object evicted) does not run its commands twice.
+//! in one step too, and deleted as it is taken: a resume that dies half-way
+//! (the object evicted) does not run its commands twice.
 
 use std::cell::RefCell;
 
@@ -30,15 +30,21 @@ pub struct Ready {
     pub decided: Vec<Approval>,
 }
 
-const APPROVAL_COLUMNS: &str = "id, command, asked_by AS askedBy, asked_at AS askedAt, \
-     expires_at AS expiresAt, decision, decided_by AS decidedBy, rule, decided_at AS decidedAt";
+/// Decided approvals kept after their exchange went on.
+const KEPT_DECIDED: i64 = 1_000;
+
+const APPROVAL_COLUMNS: &str =
+    "id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at";
 
 impl Approvals {
     pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+        // Rules hold no control characters, so a newline separates them.
         sql.exec(
             "CREATE TABLE IF NOT EXISTS policy (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
-                policy TEXT NOT NULL
+                mode TEXT NOT NULL,
+                allow TEXT NOT NULL,
+                deny TEXT NOT NULL
             )",
             None,
         )?;
@@ -76,28 +82,36 @@ impl Approvals {
         if let Some(policy) = self.policy.borrow().as_ref() {
             return Ok(policy.clone());
         }
-        #[derive(serde::Deserialize)]
-        struct Row {
-            policy: String,
-        }
-        let rows: Vec<Row> = self
+        let row = self
             .sql
-            .exec("SELECT policy FROM policy WHERE id = 1", None)?
-            .to_array()?;
-        let policy = rows
-            .first()
-            .and_then(|row| serde_json::from_str(&row.policy).ok())
-            .unwrap_or_else(|| Policy::new(default));
+            .exec("SELECT mode, allow, deny FROM policy WHERE id = 1", None)?
+            .raw()
+            .next()
+            .transpose()?;
+        let policy = match row.as_deref() {
+            Some([mode, allow, deny]) => Policy {
+                agent_commands: text(mode)
+                    .and_then(|mode| AgentCommands::parse(&mode))
+                    .unwrap_or(default),
+                allow: rules(allow),
+                deny: rules(deny),
+            },
+            _ => Policy::new(default),
+        };
         *self.policy.borrow_mut() = Some(policy.clone());
         Ok(policy)
     }
 
     pub fn set_policy(&self, policy: &Policy) -> worker::Result<()> {
-        let json = serde_json::to_string(policy).expect("a policy serializes");
         self.sql.exec(
-            "INSERT INTO policy (id, policy) VALUES (1, ?)
-             ON CONFLICT (id) DO UPDATE SET policy = excluded.policy",
-            vec![SqlStorageValue::String(json)],
+            "INSERT INTO policy (id, mode, allow, deny) VALUES (1, ?, ?, ?)
+             ON CONFLICT (id) DO UPDATE SET
+               mode = excluded.mode, allow = excluded.allow, deny = excluded.deny",
+            vec![
+                policy.agent_commands.name().into(),
+                SqlStorageValue::String(policy.allow.join("\n")),
+                SqlStorageValue::String(policy.deny.join("\n")),
+            ],
         )?;
         *self.policy.borrow_mut() = Some(policy.clone());
         Ok(())
@@ -125,18 +139,18 @@ impl Approvals {
                 Verdict::Denied { rule } => (Some(Decision::Denied), Some(rule.as_str())),
                 Verdict::Off => (Some(Decision::Denied), None),
             };
-            let text = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
+            let or_null = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
             self.sql.exec(
                 "INSERT INTO approvals (paused, command, asked_by, asked_at, expires_at,
                     decision, rule, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 vec![
                     SqlStorageValue::Integer(id),
                     command.as_str().into(),
-                    text(paused.asked_by.as_deref()),
+                    or_null(paused.asked_by.as_deref()),
                     SqlStorageValue::Integer(now as i64),
                     SqlStorageValue::Integer(expires_at as i64),
-                    text(decision.map(Decision::name)),
-                    text(rule),
+                    or_null(decision.map(Decision::name)),
+                    or_null(rule),
                     decision.map_or(SqlStorageValue::Null, |_| {
                         SqlStorageValue::Integer(now as i64)
                     }),
@@ -220,29 +234,31 @@ impl Approvals {
 
     /// Takes a ready exchange, forgetting it here.
     pub fn take_ready(&self) -> worker::Result<Option<Ready>> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            id: i64,
-            exchange: String,
-        }
-        let rows: Vec<Row> = self
+        let row = self
             .sql
             .exec(
                 "SELECT id, exchange FROM paused WHERE ready = 1 ORDER BY id LIMIT 1",
                 None,
             )?
-            .to_array()?;
-        let Some(row) = rows.into_iter().next() else {
+            .raw()
+            .next()
+            .transpose()?;
+        let Some([id, exchange]) = row.as_deref() else {
             return Ok(None);
         };
-        let id = SqlStorageValue::Integer(row.id);
+        let exchange = text(exchange).unwrap_or_default();
+        let id = id.clone();
         let decided = self.select("WHERE paused = ? ORDER BY id", vec![id.clone()])?;
-        self.sql
-            .exec("DELETE FROM approvals WHERE paused = ?", vec![id.clone()])?;
         self.sql.exec("DELETE FROM paused WHERE id = ?", vec![id])?;
+        // Decided approvals stay a while, so that a late decision learns
+        // how it went (409) rather than that there was none (404).
+        self.sql.exec(
+            "DELETE FROM approvals WHERE decision IS NOT NULL AND id <= (SELECT MAX(id) FROM approvals) - ?",
+            vec![SqlStorageValue::Integer(KEPT_DECIDED)],
+        )?;
         // An exchange stored by another version of the worker, unreadable
         // here, is dropped rather than retried for ever.
-        Ok(serde_json::from_str(&row.exchange)
+        Ok(serde_json::from_str(&exchange)
             .ok()
             .map(|paused| Ready { paused, decided }))
     }
@@ -250,22 +266,17 @@ impl Approvals {
     /// When something is next due: now if an exchange is ready, else the
     /// first expiry of a waiting approval.
     pub fn next_due(&self, now: u64) -> worker::Result<Option<u64>> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            due: Option<i64>,
-        }
-        let rows: Vec<Row> = self
+        let row = self
             .sql
             .exec(
                 "SELECT CASE WHEN EXISTS (SELECT 1 FROM paused WHERE ready = 1) THEN ?
-                   ELSE (SELECT MIN(expires_at) FROM approvals WHERE decision IS NULL) END AS due",
+                   ELSE (SELECT MIN(expires_at) FROM approvals WHERE decision IS NULL) END",
                 vec![SqlStorageValue::Integer(now as i64)],
             )?
-            .to_array()?;
-        Ok(rows
-            .first()
-            .and_then(|row| row.due)
-            .map(|due| due.max(0) as u64))
+            .raw()
+            .next()
+            .transpose()?;
+        Ok(row.as_deref().and_then(|row| row.first()).and_then(number))
     }
 
     /// The room is forgotten: its policy, approvals and paused exchanges.
@@ -289,19 +300,62 @@ impl Approvals {
     }
 
     fn last_id(&self) -> worker::Result<i64> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            id: i64,
-        }
-        let rows: Vec<Row> = self
+        let row = self
             .sql
-            .exec("SELECT last_insert_rowid() AS id", None)?
-            .to_array()?;
-        Ok(rows.first().map_or(0, |row| row.id))
+            .exec("SELECT last_insert_rowid()", None)?
+            .raw()
+            .next()
+            .transpose()?;
+        Ok(row
+            .as_deref()
+            .and_then(|row| row.first())
+            .and_then(number)
+            .unwrap_or(0) as i64)
     }
 
     fn select(&self, filter: &str, values: Vec<SqlStorageValue>) -> worker::Result<Vec<Approval>> {
         let query = format!("SELECT {APPROVAL_COLUMNS} FROM approvals {filter}");
-        self.sql.exec(&query, values)?.to_array()
+        let mut approvals = vec![];
+        for row in self.sql.exec(&query, values)?.raw() {
+            if let [id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at] =
+                row?.as_slice()
+            {
+                approvals.push(Approval {
+                    id: number(id).unwrap_or(0),
+                    command: text(command).unwrap_or_default(),
+                    asked_by: text(asked_by),
+                    asked_at: number(asked_at).unwrap_or(0),
+                    expires_at: number(expires_at).unwrap_or(0),
+                    decision: text(decision).and_then(|name| Decision::parse(&name)),
+                    decided_by: text(decided_by),
+                    rule: text(rule),
+                    decided_at: number(decided_at),
+                });
+            }
+        }
+        Ok(approvals)
     }
+}
+
+fn text(value: &SqlStorageValue) -> Option<String> {
+    match value {
+        SqlStorageValue::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn number(value: &SqlStorageValue) -> Option<u64> {
+    match value {
+        SqlStorageValue::Integer(n) => Some((*n).max(0) as u64),
+        _ => None,
+    }
+}
+
+fn rules(value: &SqlStorageValue) -> Vec<String> {
+    let joined = text(value).unwrap_or_default();
+    joined
+        .split('\n')
+        .filter(|rule| !rule.is_empty())
+        .map(str::to_owned)
+        .collect()
 }

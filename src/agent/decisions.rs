@@ -12,7 +12,7 @@ use super::DuetAgent;
 use crate::api::limits::APPROVAL_TIMEOUT_SECONDS;
 use crate::api::live::Event;
 use crate::api::policy::Policy;
-use crate::api::wire::{Approval, Decision, Message, Role};
+use crate::api::wire::{Approval, Decision, DecisionResponse, Message, Role};
 use crate::api::{validate, ApiError};
 use crate::chat::rounds::Stop;
 use crate::runtime::log::{self, ObjectFailure};
@@ -25,8 +25,7 @@ impl DuetAgent {
         self.touch(room).await?;
         self.approvals.set_policy(&policy)?;
         if self.store.watching()? {
-            self.publish(room, &Event::Policy { policy: &policy })
-                .await;
+            self.publish(room, &Event::Policy { policy: &policy }).await;
         }
         Ok(respond::json(200, &policy)?)
     }
@@ -51,12 +50,19 @@ impl DuetAgent {
         self.touch(room).await?;
         self.schedule(now).await?;
         if self.store.watching()? {
-            self.publish(room, &Event::Decided { approval: &approval })
-                .await;
+            self.publish(
+                room,
+                &Event::Decided {
+                    approval: &approval,
+                },
+            )
+            .await;
         }
         Ok(respond::json(
             200,
-            &serde_json::json!({ "approval": approval }),
+            &DecisionResponse {
+                approval: &approval,
+            },
         )?)
     }
 

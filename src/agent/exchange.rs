@@ -14,6 +14,9 @@
 //! carries on from there, within the same limits of answers and commands,
 //! and a fresh time budget.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use duet_wire::ExecRequest;
 use serde::{Deserialize, Serialize};
 use worker::Env;
@@ -153,7 +156,7 @@ pub async fn run(
         skipped: 0,
         not_run: 0,
     };
-    run.go(start, None, still_current).await
+    run.go(start, None, &still_current).await
 }
 
 /// Carries on a paused exchange now that its `decided` approvals (in the
@@ -196,17 +199,29 @@ pub async fn resume(
     };
     let mut at = paused;
     at.commands_run += round.ran.len();
-    run.go(at, Some(round), still_current).await
+    run.go(at, Some(round), &still_current).await
 }
 
 impl Run<'_> {
     /// The exchange's loop, from `at`; `decided` is a round whose commands
     /// were already carried out (a resumed exchange's first).
-    async fn go(
+    ///
+    /// Boxed, so that its one body serves a new exchange and a resumed one
+    /// rather than being built into both callers.
+    fn go<'b>(
+        &'b self,
+        at: Paused,
+        decided: Option<Round>,
+        still_current: &'b dyn Fn() -> Result<(), ApiError>,
+    ) -> Pin<Box<dyn Future<Output = Result<Exchange, ApiError>> + 'b>> {
+        Box::pin(self.go_from(at, decided, still_current))
+    }
+
+    async fn go_from(
         &self,
         mut at: Paused,
         mut decided: Option<Round>,
-        still_current: impl Fn() -> Result<(), ApiError>,
+        still_current: &dyn Fn() -> Result<(), ApiError>,
     ) -> Result<Exchange, ApiError> {
         let model_limit = ai::time_limit(self.env);
         let mut rounds: Vec<Round> = vec![];
@@ -248,6 +263,7 @@ impl Run<'_> {
                     at.not_run = not_run;
                     rounds.push(round);
                     paused = Some((at, judged));
+                    // The room numbers the approvals as it keeps them.
                     break Stop::Waiting(vec![]);
                 }
                 let off = judged.iter().any(|(_, verdict)| *verdict == Verdict::Off);

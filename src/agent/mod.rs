@@ -29,12 +29,13 @@ use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Env, Response, State};
 
 use crate::api::live::Event;
+use crate::api::policy::AgentCommands;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
-    Approval, CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
+    Approval, ApprovalsResponse, CleanupResponse, HistoryResponse, Message, MessageRequest,
+    MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
-use crate::api::policy::AgentCommands;
 use crate::room::access::{self, Generation};
 use crate::room::calls::SandboxObject;
 use crate::room::clock::{RoomClock, Timing};
@@ -157,7 +158,9 @@ impl DuetAgent {
             }
             Asked::Public(Action::Approvals) => Ok(respond::json(
                 200,
-                &serde_json::json!({ "approvals": self.approvals.pending()? }),
+                &ApprovalsResponse {
+                    approvals: &self.approvals.pending()?,
+                },
             )?),
             Asked::Public(Action::Decide { approval }) => {
                 let body = body::read(req).await?;

@@ -204,7 +204,10 @@ mod tests {
         );
         assert_eq!(ApiError::NotJson.status(), 415);
         assert_eq!(ApiError::NoSuchApproval.status(), 404);
-        assert_eq!(ApiError::AlreadyDecided("approved by ana".into()).status(), 409);
+        assert_eq!(
+            ApiError::AlreadyDecided("approved by ana".into()).status(),
+            409
+        );
         assert_eq!(ApiError::NoSubprotocol.status(), 400);
         assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
         assert_eq!(ApiError::AiFailed("x".into()).status(), 502);

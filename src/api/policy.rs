@@ -14,10 +14,10 @@
 //! sandbox; they are no wall against a determined model, which is what `ask`
 //! is for.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// How the room treats the agent's commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentCommands {
     Auto,
@@ -37,12 +37,14 @@ impl AgentCommands {
     }
 
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|mode| mode.name() == name.trim())
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name.trim())
     }
 }
 
 /// A room's policy, as `GET /policy` answers it and the room stores it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
     pub agent_commands: AgentCommands,
@@ -63,9 +65,8 @@ impl Policy {
     /// What becomes of the agent's command `cmd`.
     pub fn judge(&self, cmd: &str) -> Verdict {
         let parts = parts(cmd);
-        let matching = |rules: &[String], part: &str| {
-            rules.iter().find(|rule| prefix_of(rule, part)).cloned()
-        };
+        let matching =
+            |rules: &[String], part: &str| rules.iter().find(|rule| prefix_of(rule, part)).cloned();
         if let Some(rule) = parts.iter().find_map(|part| matching(&self.deny, part)) {
             return Verdict::Denied { rule };
         }
@@ -73,8 +74,10 @@ impl Policy {
             AgentCommands::Off => Verdict::Off,
             AgentCommands::Auto => Verdict::Run { rule: None },
             AgentCommands::Ask => {
-                let allowed: Option<Vec<String>> =
-                    parts.iter().map(|part| matching(&self.allow, part)).collect();
+                let allowed: Option<Vec<String>> = parts
+                    .iter()
+                    .map(|part| matching(&self.allow, part))
+                    .collect();
                 match allowed.and_then(|rules| rules.into_iter().next()) {
                     Some(rule) => Verdict::Run { rule: Some(rule) },
                     None => Verdict::Ask,
@@ -131,7 +134,8 @@ fn is_assignment(word: &str) -> bool {
 /// as one.
 fn prefix_of(rule: &str, part: &str) -> bool {
     let mut words = part.split_whitespace();
-    rule.split_whitespace().all(|want| words.next() == Some(want))
+    rule.split_whitespace()
+        .all(|want| words.next() == Some(want))
 }
 
 #[cfg(test)]
@@ -182,7 +186,10 @@ mod tests {
     fn deny_wins_in_every_mode_and_off_runs_nothing() {
         for mode in AgentCommands::ALL {
             let p = policy(mode, &["rm"], &["rm"]);
-            assert!(matches!(p.judge("rm x"), Verdict::Denied { .. }), "{mode:?}");
+            assert!(
+                matches!(p.judge("rm x"), Verdict::Denied { .. }),
+                "{mode:?}"
+            );
         }
         let off = policy(AgentCommands::Off, &["ls"], &[]);
         assert_eq!(off.judge("ls"), Verdict::Off);

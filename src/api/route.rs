@@ -26,7 +26,9 @@ pub enum Action {
     /// The agent's commands waiting for a writer's decision.
     Approvals,
     /// A writer's decision on one of them.
-    Decide { approval: u64 },
+    Decide {
+        approval: u64,
+    },
     /// Every command run or refused in the room, and by whom.
     Audit,
 }
@@ -317,13 +319,23 @@ mod tests {
             ("POST", "approvals/17", Action::Decide { approval: 17 }),
             ("GET", "audit", Action::Audit),
         ] {
-            assert_eq!(room(method, &format!("/api/rooms/{id}/{tail}")), (id.into(), action));
+            assert_eq!(
+                room(method, &format!("/api/rooms/{id}/{tail}")),
+                (id.into(), action)
+            );
         }
     }
 
     #[test]
     fn an_approval_id_is_a_positive_integer() {
-        for tail in ["approvals/0", "approvals/x", "approvals/-1", "approvals/+1", "approvals/", "approvals/1/2"] {
+        for tail in [
+            "approvals/0",
+            "approvals/x",
+            "approvals/-1",
+            "approvals/+1",
+            "approvals/",
+            "approvals/1/2",
+        ] {
             let e = parse("POST", &format!("/api/rooms/r/{tail}")).unwrap_err();
             assert!(matches!(e, ApiError::NoSuchApproval), "{tail}");
         }

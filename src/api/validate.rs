@@ -181,9 +181,22 @@ fn chat_text(text: &str) -> String {
     without_controls(text).trim().to_owned()
 }
 
+/// A validated exec body, with who is behind the command, for the audit.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Exec {
+    pub request: ExecRequest,
+    /// Who asked: the `userId` given.
+    pub user_id: Option<String>,
+    /// Who let it run (`decidedBy`) and by what rule (`rule`): what the
+    /// DuetAgent says of a command of the agent's; a public exec's are
+    /// ignored.
+    pub decided_by: Option<String>,
+    pub rule: Option<String>,
+}
+
 /// `{"cmd": string, "timeoutMs"?: integer, "userId"?: string}`; `cmd` must
-/// not be blank. The `userId` (who asked, for the audit) comes second.
-pub fn exec_request(body: &[u8]) -> Result<(ExecRequest, Option<String>), ApiError> {
+/// not be blank.
+pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
     let object = json_object(body)?;
     let mut errors = FieldErrors::new();
     let cmd = required_string(&object, "cmd", &mut errors);
@@ -198,14 +211,21 @@ pub fn exec_request(body: &[u8]) -> Result<(ExecRequest, Option<String>), ApiErr
         &mut errors,
     );
     let user_id = optional_name(&object, "userId", &mut errors);
+    let decided_by = optional_name(&object, "decidedBy", &mut errors);
+    let rule = object
+        .get("rule")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     match (cmd, timeout_ms) {
-        (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok((
-            ExecRequest {
+        (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(Exec {
+            request: ExecRequest {
                 cmd: cmd.to_owned(),
                 timeout_ms,
             },
             user_id,
-        )),
+            decided_by,
+            rule,
+        }),
         _ => Err(ApiError::Invalid(errors)),
     }
 }
@@ -405,16 +425,29 @@ mod tests {
         let e = exec_request(br#"{"cmd": "echo hi"}"#).unwrap();
         assert_eq!(
             e,
-            (
-                ExecRequest {
+            Exec {
+                request: ExecRequest {
                     cmd: "echo hi".into(),
                     timeout_ms: EXEC_DEFAULT_TIMEOUT_MS
                 },
-                None
-            )
+                user_id: None,
+                decided_by: None,
+                rule: None,
+            }
         );
-        let (e, user) = exec_request(br#"{"cmd": "true", "timeoutMs": 50, "userId": "ana"}"#).unwrap();
-        assert_eq!((e.timeout_ms, user.as_deref()), (50, Some("ana")));
+        let e = exec_request(
+            br#"{"cmd": "true", "timeoutMs": 50, "userId": "ana", "decidedBy": "bo", "rule": "ls"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.request.timeout_ms, 50);
+        assert_eq!(
+            (
+                e.user_id.as_deref(),
+                e.decided_by.as_deref(),
+                e.rule.as_deref()
+            ),
+            (Some("ana"), Some("bo"), Some("ls"))
+        );
         assert_eq!(
             details(exec_request(br#"{"cmd": ""}"#).unwrap_err())["cmd"][0],
             "must not be empty"
@@ -439,9 +472,16 @@ mod tests {
     #[test]
     fn policy_updates_change_only_what_they_name() {
         let current = Policy::new(AgentCommands::Auto);
-        let p = policy_update(br#"{"agentCommands": "ask", "deny": [" rm -rf "]}"#, &current).unwrap();
+        let p = policy_update(
+            br#"{"agentCommands": "ask", "deny": [" rm -rf "]}"#,
+            &current,
+        )
+        .unwrap();
         assert_eq!(p.agent_commands, AgentCommands::Ask);
-        assert_eq!((p.allow.len(), p.deny.as_slice()), (0, &["rm -rf".to_string()][..]));
+        assert_eq!(
+            (p.allow.len(), p.deny.as_slice()),
+            (0, &["rm -rf".to_string()][..])
+        );
         let same = policy_update(b"{}", &p).unwrap();
         assert_eq!(same, p);
         let cleared = policy_update(br#"{"deny": []}"#, &p).unwrap();
@@ -452,7 +492,10 @@ mod tests {
     fn bad_policies_name_every_field() {
         let current = Policy::new(AgentCommands::Auto);
         let long = format!(r#"{{"allow": ["{}"]}}"#, "x".repeat(MAX_RULE_CHARS + 1));
-        let many = format!(r#"{{"deny": [{}]}}"#, vec![r#""ls""#; MAX_POLICY_RULES + 1].join(","));
+        let many = format!(
+            r#"{{"deny": [{}]}}"#,
+            vec![r#""ls""#; MAX_POLICY_RULES + 1].join(",")
+        );
         for body in [
             r#"{"agentCommands": "sometimes"}"#,
             r#"{"agentCommands": null}"#,
@@ -467,16 +510,21 @@ mod tests {
             let e = policy_update(body.as_bytes(), &current).unwrap_err();
             assert!(matches!(e, ApiError::Invalid(_)), "{body}");
         }
-        let both = details(
-            policy_update(br#"{"agentCommands": 1, "deny": {}}"#, &current).unwrap_err(),
-        );
+        let both =
+            details(policy_update(br#"{"agentCommands": 1, "deny": {}}"#, &current).unwrap_err());
         assert!(both["agentCommands"].is_array() && both["deny"].is_array());
-        assert!(matches!(policy_update(b"[]", &current), Err(ApiError::NotAnObject)));
+        assert!(matches!(
+            policy_update(b"[]", &current),
+            Err(ApiError::NotAnObject)
+        ));
     }
 
     #[test]
     fn decisions() {
-        assert_eq!(decision_request(br#"{"decision": "approve"}"#).unwrap(), (true, None));
+        assert_eq!(
+            decision_request(br#"{"decision": "approve"}"#).unwrap(),
+            (true, None)
+        );
         assert_eq!(
             decision_request(br#"{"decision": "deny", "userId": "bo"}"#).unwrap(),
             (false, Some("bo".into()))

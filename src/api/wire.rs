@@ -39,7 +39,7 @@ pub struct MessageResponse<'a> {
 }
 
 /// What became of a command of the agent's that waited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Approved,
@@ -49,6 +49,8 @@ pub enum Decision {
 }
 
 impl Decision {
+    const ALL: [Self; 3] = [Self::Approved, Self::Denied, Self::Expired];
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Approved => "approved",
@@ -56,11 +58,17 @@ impl Decision {
             Self::Expired => "expired",
         }
     }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|decision| decision.name() == name)
+    }
 }
 
 /// A command of the agent's put to the room: waiting while `decision` is
 /// none. `askedBy` is who sent the message that led the agent to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
     pub id: u64,
@@ -80,8 +88,20 @@ pub struct Approval {
     pub decided_at: Option<u64>,
 }
 
+/// `GET .../approvals`.
+#[derive(Debug, Serialize)]
+pub struct ApprovalsResponse<'a> {
+    pub approvals: &'a [Approval],
+}
+
+/// `POST .../approvals/{id}`: the approval as decided.
+#[derive(Debug, Serialize)]
+pub struct DecisionResponse<'a> {
+    pub approval: &'a Approval,
+}
+
 /// What the audit says of a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuditOutcome {
     /// The sandbox ran it (whatever its exit code).
@@ -93,7 +113,7 @@ pub enum AuditOutcome {
 }
 
 /// One command of the room's audit (`GET .../audit`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub at: u64,

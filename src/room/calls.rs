@@ -8,7 +8,7 @@
 //! sandbox behind the DuetAgent's back.
 
 use duet_wire::{ExecRequest, ExecResult};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use worker::{Env, Method, Stub};
 
 use crate::api::live::Event;
@@ -17,16 +17,25 @@ use crate::api::wire::{sandbox_name, AuditEntry, ExecResponse, HistoryResponse, 
 use crate::api::ApiError;
 use crate::runtime::{bindings, internal};
 
-/// Who let a command of the agent's run, as its [`Call::AgentExec`] tells
-/// the Sandbox object, for the audit: beside `cmd`, `timeoutMs` and the
-/// `userId` of whoever sent the message, as an exec request has them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// Who let a command of the agent's run, for the audit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Consent {
     /// The writer who approved it.
     pub decided_by: Option<String>,
     /// The allow rule that spared the question.
     pub rule: Option<String>,
+}
+
+/// A [`Call::AgentExec`]'s body: an exec request (`api::validate` reads
+/// it) with the `userId` of whoever sent the message and the [`Consent`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentExecBody<'a> {
+    cmd: &'a str,
+    timeout_ms: u64,
+    user_id: Option<&'a str>,
+    decided_by: Option<&'a str>,
+    rule: Option<&'a str>,
 }
 
 /// A call from one of a room's objects to the other.
@@ -214,13 +223,13 @@ impl SandboxObject {
         asked_by: Option<&str>,
         consent: &Consent,
     ) -> Result<ExecResult, String> {
-        let body = serde_json::to_vec(&serde_json::json!({
-            "cmd": request.cmd,
-            "timeoutMs": request.timeout_ms,
-            "userId": asked_by,
-            "decidedBy": consent.decided_by,
-            "rule": consent.rule,
-        }))
+        let body = serde_json::to_vec(&AgentExecBody {
+            cmd: &request.cmd,
+            timeout_ms: request.timeout_ms,
+            user_id: asked_by,
+            decided_by: consent.decided_by.as_deref(),
+            rule: consent.rule.as_deref(),
+        })
         .expect("an exec request serializes");
         let mut response = send(&self.stub, &self.room, Call::AgentExec, Some(&body)).await?;
         match response.json::<ExecResponse<ExecResult>>().await {

@@ -32,7 +32,11 @@ impl Audit {
 
     /// Adds an entry, forgetting the oldest beyond the bound.
     pub fn record(&self, entry: &AuditEntry) -> worker::Result<()> {
-        let json = serde_json::to_string(entry).expect("an audit entry serializes");
+        self.record_json(serde_json::to_string(entry).expect("an audit entry serializes"))
+    }
+
+    /// Adds an entry as the DuetAgent sent it (an [`AuditEntry`]'s JSON).
+    pub fn record_json(&self, json: String) -> worker::Result<()> {
         self.sql.exec(
             "INSERT INTO audit (entry) VALUES (?)",
             vec![SqlStorageValue::String(json)],
@@ -46,18 +50,16 @@ impl Audit {
 
     /// `{"entries": [...]}`, newest first.
     pub fn to_json(&self) -> worker::Result<String> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            entry: String,
+        let mut entries = vec![];
+        let rows = self.sql.exec(
+            "SELECT entry FROM audit ORDER BY id DESC LIMIT ?",
+            vec![SqlStorageValue::Integer(AUDIT_ENTRIES as i64)],
+        )?;
+        for row in rows.raw() {
+            if let Some(SqlStorageValue::String(entry)) = row?.into_iter().next() {
+                entries.push(entry);
+            }
         }
-        let rows: Vec<Row> = self
-            .sql
-            .exec(
-                "SELECT entry FROM audit ORDER BY id DESC LIMIT ?",
-                vec![SqlStorageValue::Integer(AUDIT_ENTRIES as i64)],
-            )?
-            .to_array()?;
-        let entries: Vec<String> = rows.into_iter().map(|row| row.entry).collect();
         Ok(format!("{{\"entries\":[{}]}}", entries.join(",")))
     }
 

@@ -57,7 +57,7 @@ use crate::api::token::Claims;
 use crate::api::wire::{sandbox_name, AuditEntry, AuditOutcome, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::room::access::{self, Generation};
-use crate::room::calls::{AgentObject, Consent};
+use crate::room::calls::AgentObject;
 use crate::room::clock::{Due, RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
 use crate::runtime::log::{self, ObjectFailure};
@@ -231,13 +231,13 @@ impl Sandbox {
                     Asked::Call(Call::AgentExec) => Source::Agent,
                     _ => Source::Exec,
                 };
-                let body = body::read(req).await?;
-                let (request, user_id) = validate::exec_request(&body)?;
-                let consent: Consent = match source {
-                    Source::Agent => serde_json::from_slice(&body).unwrap_or_default(),
-                    Source::Exec => Consent::default(),
+                let exec = validate::exec_request(&body::read(req).await?)?;
+                let request = exec.request;
+                let (decided_by, rule) = match source {
+                    Source::Agent => (exec.decided_by, exec.rule),
+                    Source::Exec => (None, None),
                 };
-                let asked_by = user_id.or_else(|| claims.and_then(|c| c.name));
+                let asked_by = exec.user_id.or_else(|| claims.and_then(|c| c.name));
                 let command = first_chars(&request.cmd, AUDIT_CMD_CHARS).to_owned();
                 self.touch(&room, arrived).await?;
                 let watched = self.feed.watchers(&self.state) > 0;
@@ -250,7 +250,10 @@ impl Sandbox {
                     self.feed
                         .command_ended(&self.state, id, result.as_ref().map(|raw| raw.get()));
                 }
-                let ended = Ended::of(result.as_ref().ok().map(|raw| raw.get()));
+                let ended: Option<ExecResult> = match &result {
+                    Ok(raw) => serde_json::from_str(raw.get()).ok(),
+                    Err(_) => None,
+                };
                 self.audit.record(&AuditEntry {
                     at: arrived,
                     command,
@@ -260,11 +263,11 @@ impl Sandbox {
                         Ok(_) => AuditOutcome::Ran,
                         Err(_) => AuditOutcome::Failed,
                     },
-                    decided_by: consent.decided_by,
-                    rule: consent.rule,
-                    exit_code: ended.exit_code,
+                    decided_by,
+                    rule,
+                    exit_code: ended.as_ref().map(|ended| ended.exit_code),
                     duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
-                    timed_out: ended.timed_out,
+                    timed_out: ended.is_some_and(|ended| ended.timed_out),
                 })?;
                 let result = result?;
                 Ok(respond::json(
@@ -295,9 +298,9 @@ impl Sandbox {
                 Ok(respond::json(200, &entries)?)
             }
             Asked::Call(Call::Audit) => {
-                let entry: AuditEntry = serde_json::from_slice(&body::read(req).await?)
-                    .map_err(|e| ApiError::BadJson(e.to_string()))?;
-                self.audit.record(&entry)?;
+                let entry = String::from_utf8(body::read(req).await?)
+                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
+                self.audit.record_json(entry)?;
                 Ok(Response::empty()?)
             }
             Asked::Public(Action::Live) => self.join(&req, &room, claims.as_ref()).await,
@@ -606,24 +609,6 @@ impl Sandbox {
 
     fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
         Sandboxd::locate(&self.state, &self.env, &self.container, self.timing.idle_ms)
-    }
-}
-
-/// How a command ended, as the audit keeps it, read from its result (none
-/// when it could not run).
-#[derive(Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Ended {
-    exit_code: Option<i32>,
-    #[serde(default)]
-    timed_out: bool,
-}
-
-impl Ended {
-    fn of(result: Option<&str>) -> Self {
-        result
-            .and_then(|raw| serde_json::from_str(raw).ok())
-            .unwrap_or_default()
     }
 }
 

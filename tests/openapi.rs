@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use duet_cf_worker::api::access::{self, RoomRole};
 use duet_cf_worker::api::error::{FieldErrors, ENDPOINTS};
 use duet_cf_worker::api::limits::*;
+use duet_cf_worker::api::policy::AgentCommands;
 use duet_cf_worker::api::route::{self, Action, Page, Route};
 use duet_cf_worker::api::ApiError;
 use serde_json::{json, Value};
@@ -151,6 +152,11 @@ fn x_limits_are_the_code_s() {
             "timeoutMsDefault": EXEC_DEFAULT_TIMEOUT_MS,
             "historyLimit": HISTORY_LIMIT,
             "historyContextChars": MAX_HISTORY_CONTEXT_CHARS,
+            "policyRulesMax": MAX_POLICY_RULES,
+            "ruleMaxChars": MAX_RULE_CHARS,
+            "auditEntries": AUDIT_ENTRIES,
+            "auditCmdChars": AUDIT_CMD_CHARS,
+            "approvalTimeoutSecondsDefault": APPROVAL_TIMEOUT_SECONDS,
         })
     );
     let description = doc()["info"]["description"].as_str().unwrap().to_owned();
@@ -271,7 +277,7 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             "{method} {path} documents 413"
         );
     }
-    assert_eq!(bodies, 4);
+    assert_eq!(bodies, 6);
     let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
         .as_str()
         .unwrap();
@@ -419,6 +425,61 @@ fn invites_are_bounded_as_the_code_bounds_them() {
         invite["properties"]["name"]["pattern"],
         doc["components"]["schemas"]["MessageRequest"]["properties"]["userId"]["pattern"]
     );
+}
+
+#[test]
+fn policies_decisions_and_the_audit_are_bounded_as_the_code_bounds_them() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let modes: Vec<&str> = AgentCommands::ALL.iter().map(|m| m.name()).collect();
+    assert_eq!(schemas["AgentCommands"]["enum"], json!(modes));
+    assert_eq!(schemas["RuleList"]["maxItems"], MAX_POLICY_RULES);
+    assert_eq!(schemas["Rule"]["minLength"], 1);
+    assert_eq!(schemas["Rule"]["maxLength"], MAX_RULE_CHARS);
+    for field in ["agentCommands", "allow", "deny"] {
+        assert_eq!(
+            schemas["PolicyUpdate"]["properties"][field], schemas["Policy"]["properties"][field],
+            "{field}"
+        );
+    }
+    let decision = &schemas["DecisionRequest"];
+    assert_eq!(decision["required"], json!(["decision"]));
+    assert_eq!(
+        decision["properties"]["decision"]["enum"],
+        json!(["approve", "deny"])
+    );
+    // Who decides, and who asks for an exec, are named as a message's sender.
+    let user_id = &schemas["MessageRequest"]["properties"]["userId"];
+    for schema in ["DecisionRequest", "ExecRequest"] {
+        let named = &schemas[schema]["properties"]["userId"];
+        for key in ["type", "nullable", "minLength", "maxLength", "pattern"] {
+            assert_eq!(named[key], user_id[key], "{schema}.userId.{key}");
+        }
+    }
+    assert_eq!(
+        schemas["AuditResponse"]["properties"]["entries"]["maxItems"],
+        AUDIT_ENTRIES
+    );
+    assert_eq!(
+        schemas["AuditEntry"]["properties"]["command"]["maxLength"],
+        AUDIT_CMD_CHARS
+    );
+    let approval = &doc["components"]["parameters"]["ApprovalId"];
+    assert_eq!(approval["in"], "path");
+    assert_eq!(approval["schema"]["type"], "integer");
+    assert_eq!(approval["schema"]["minimum"], 1);
+    let description = doc["info"]["description"].as_str().unwrap().to_owned();
+    for value in [
+        MAX_POLICY_RULES,
+        MAX_RULE_CHARS,
+        AUDIT_ENTRIES,
+        AUDIT_CMD_CHARS,
+    ] {
+        assert!(
+            description.contains(&value.to_string()),
+            "info.description mentions {value}"
+        );
+    }
 }
 
 #[test]

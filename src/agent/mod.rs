@@ -273,7 +273,7 @@ impl DuetAgent {
     fn policy(&self) -> Result<crate::api::policy::Policy, ApiError> {
         let mode = match config::get(&self.env, "DUET_AGENT_COMMANDS") {
             None => AgentCommands::Auto,
-            Some(name) => AgentCommands::parse(&name).ok_or_else(|| {
+            Some(name) => AgentCommands::parse(name.trim()).ok_or_else(|| {
                 ApiError::NotConfigured(format!(
                     "DUET_AGENT_COMMANDS is {name:?}; set it to auto, ask or off"
                 ))

@@ -37,9 +37,7 @@ impl AgentCommands {
     }
 
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|mode| mode.name() == name.trim())
+        Self::ALL.into_iter().find(|mode| mode.name() == name)
     }
 }
 
@@ -224,7 +222,8 @@ mod tests {
 
     #[test]
     fn modes_by_name() {
-        assert_eq!(AgentCommands::parse(" ask "), Some(AgentCommands::Ask));
+        assert_eq!(AgentCommands::parse("ask"), Some(AgentCommands::Ask));
+        assert_eq!(AgentCommands::parse(" ask "), None);
         assert_eq!(AgentCommands::parse("Ask"), None);
         let json = serde_json::to_string(&Policy::new(AgentCommands::Auto)).unwrap();
         assert_eq!(json, r#"{"agentCommands":"auto","allow":[],"deny":[]}"#);

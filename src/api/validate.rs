@@ -211,11 +211,9 @@ pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
         &mut errors,
     );
     let user_id = optional_name(&object, "userId", &mut errors);
-    let decided_by = optional_name(&object, "decidedBy", &mut errors);
-    let rule = object
-        .get("rule")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    // Only the DuetAgent's are read (`room::calls`), so they are not checked.
+    let said = |field| object.get(field).and_then(Value::as_str).map(str::to_owned);
+    let (decided_by, rule) = (said("decidedBy"), said("rule"));
     match (cmd, timeout_ms) {
         (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(Exec {
             request: ExecRequest {

@@ -7,7 +7,7 @@
 
 use worker::js_sys::Reflect;
 use worker::wasm_bindgen::{JsCast, JsValue};
-use worker::worker_sys::Ai;
+use worker::worker_sys::{Ai, Fetcher};
 use worker::{Env, Error, ObjectNamespace};
 
 fn binding<T: JsCast>(env: &Env, name: &str) -> worker::Result<T> {
@@ -25,5 +25,10 @@ pub fn durable_objects(env: &Env, name: &str) -> worker::Result<ObjectNamespace>
 
 /// Workers AI.
 pub fn ai(env: &Env, name: &str) -> worker::Result<Ai> {
+    binding(env, name)
+}
+
+/// A service (here: the asset store).
+pub fn fetcher(env: &Env, name: &str) -> worker::Result<Fetcher> {
     binding(env, name)
 }

@@ -344,7 +344,7 @@ impl Sandbox {
     ///
     /// The upgrade is checked here, after the token's generation: the page
     /// asks the feed's URL without one to learn why a socket was refused
-    /// (see `web/duet.js`), and a revoked token must answer 401 there too.
+    /// (see `web/page/duet.js`), and a revoked token must answer 401 there too.
     async fn join(
         &self,
         req: &web_sys::Request,

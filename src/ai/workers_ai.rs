@@ -32,12 +32,25 @@ pub(super) async fn ask(
 
 /// The binding's answer to `input`, or what went wrong in words.
 async fn run(ai: &Ai, model: &str, input: &Input<'_>) -> Result<Completion, String> {
-    let thrown = |e: JsValue| worker::Error::from(e).to_string();
-    let input = serde_json::to_string(input).expect("an input serializes");
-    let input = JSON::parse(&input).map_err(thrown)?;
+    let input = to_js(input)?;
     let answer = JsFuture::from(ai.run(model, input)).await.map_err(thrown)?;
+    completion_of(&answer)
+}
+
+fn thrown(e: JsValue) -> String {
+    worker::Error::from(e).to_string()
+}
+
+/// The input as the binding takes it: a plain JavaScript object.
+pub fn to_js(input: &Input<'_>) -> Result<JsValue, String> {
+    let input = serde_json::to_string(input).expect("an input serializes");
+    JSON::parse(&input).map_err(thrown)
+}
+
+/// The binding's answer, read.
+pub fn completion_of(answer: &JsValue) -> Result<Completion, String> {
     // `undefined` stringifies to nothing, which serde_json then refuses.
-    let answer = JSON::stringify(&answer).map_err(thrown)?;
+    let answer = JSON::stringify(answer).map_err(thrown)?;
     serde_json::from_str(&answer.as_string().unwrap_or_default()).map_err(|e| e.to_string())
 }
 

@@ -87,6 +87,7 @@ fn every_error() -> Vec<ApiError> {
         ApiError::TooManyWatchers(0),
         ApiError::AiUnavailable(String::new()),
         ApiError::AiFailed(String::new()),
+        ApiError::AiBusy(String::new()),
         ApiError::AiTimeout(0),
         ApiError::SandboxUnavailable(String::new()),
         ApiError::SandboxFailed(String::new()),
@@ -121,6 +122,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::TooManyWatchers(_)
             | ApiError::AiUnavailable(_)
             | ApiError::AiFailed(_)
+            | ApiError::AiBusy(_)
             | ApiError::AiTimeout(_)
             | ApiError::SandboxUnavailable(_)
             | ApiError::SandboxFailed(_)

@@ -113,6 +113,7 @@ const aiFailed = (why) => new ApiError(502, `AI backend failed: ${why}`);
 const sandboxFailed = (why) => new ApiError(502, `sandbox failed: ${why}`);
 const aiUnavailable = (why) => new ApiError(503, `no AI backend: ${why}`);
 const sandboxUnavailable = (why) => new ApiError(503, `sandbox unavailable: ${why}`);
+const aiBusy = (why) => new ApiError(503, `AI backend is busy: ${why}`);
 const aiTimeout = (ms) => new ApiError(504, `AI backend did not answer within ${ms} ms`);
 const sandboxTimeout = (ms) => new ApiError(504, `sandbox did not answer within ${ms} ms`);
 
@@ -535,15 +536,18 @@ function modelFailure(model, error) {
   }
 }
 
-async function runModel(env, model, messages) {
+async function runModel(env, model, messages, session) {
   if (!env.AI) throw aiUnavailable("bind Workers AI as `AI`, or set AI_BASE_URL to an OpenAI-compatible server");
+  const gateway = setting(env, "AI_GATEWAY_ID");
+  const options = { extraHeaders: { "x-session-affinity": session }, ...(gateway ? { gateway: { id: gateway } } : {}) };
   try {
-    return await env.AI.run(model, modelInput(model, messages));
+    return await env.AI.run(model, modelInput(model, messages), options);
   } catch (e) {
     const error = String(e?.message ?? e);
     if (error.includes("needs to be run remotely")) {
       throw aiUnavailable("the Workers AI binding only runs on Cloudflare (log in and use `wrangler dev --remote`); this reference has no AI_BASE_URL backend");
     }
+    if (/(?:^|:)\s*3040\s*:/.test(error)) throw aiBusy(`Workers AI has no capacity for ${model} right now (${error}); try again in a moment`);
     throw aiFailed(modelFailure(model, error));
   }
 }
@@ -551,10 +555,10 @@ async function runModel(env, model, messages) {
 const aiTimeLimit = (env) => number(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
 
 /** The model's answer to `messages` as chat text, within `maxMs`. */
-async function askModel(env, messages, maxMs) {
+async function askModel(env, session, messages, maxMs) {
   const limit = Math.min(aiTimeLimit(env), maxMs);
   const model = setting(env, "AI_MODEL") ?? DEFAULT_MODEL;
-  const completion = await within(limit, runModel(env, model, messages));
+  const completion = await within(limit, runModel(env, model, messages, session));
   if (completion === TIMED_OUT) throw aiTimeout(limit);
   const raw = completionText(completion);
   const text = raw === null ? "" : withoutControls(raw).trim();
@@ -708,7 +712,7 @@ async function exchange(env, room, history, text, started, stillCurrent) {
     const context = buildContext(history, text, followUps);
     let answer;
     if (rounds.length === 0) {
-      answer = await askModel(env, context, MESSAGE_BUDGET_MS);
+      answer = await askModel(env, room, context, MESSAGE_BUDGET_MS);
     } else {
       const limit = followUpCall(Math.max(0, deadline - Date.now()), modelLimit);
       if (limit === null) {
@@ -716,7 +720,7 @@ async function exchange(env, room, history, text, started, stillCurrent) {
         break;
       }
       try {
-        answer = await askModel(env, context, limit);
+        answer = await askModel(env, room, context, limit);
       } catch (e) {
         stop = STOP_NOTES.modelFailed(asApiError(e).message);
         break;

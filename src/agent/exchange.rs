@@ -118,6 +118,7 @@ impl Said {
 /// One exchange in progress.
 struct Run<'a> {
     env: &'a Env,
+    room: &'a str,
     sandbox: SandboxObject,
     policy: &'a Policy,
     history: &'a [Message],
@@ -138,6 +139,7 @@ pub async fn run(
 ) -> Result<Exchange, ApiError> {
     let run = Run {
         env,
+        room,
         sandbox: SandboxObject::of(env, room)?,
         policy,
         history,
@@ -174,6 +176,7 @@ pub async fn resume(
     let (text, asked_by) = (paused.text.clone(), paused.asked_by.clone());
     let run = Run {
         env,
+        room,
         sandbox: SandboxObject::of(env, room)?,
         policy,
         history,
@@ -232,13 +235,13 @@ impl Run<'_> {
             } else {
                 let context = context::build(self.history, self.text, &at.follow_ups);
                 let answer = if at.calls == 0 {
-                    ai::answer(self.env, &context, MESSAGE_BUDGET_MS).await?
+                    ai::answer(self.env, self.room, &context, MESSAGE_BUDGET_MS).await?
                 } else {
                     let left = self.deadline.saturating_sub(clock::now_ms());
                     let Some(limit) = follow_up_call(left, model_limit) else {
                         break Stop::Budget;
                     };
-                    match ai::answer(self.env, &context, limit).await {
+                    match ai::answer(self.env, self.room, &context, limit).await {
                         Ok(answer) => answer,
                         Err(e) => break Stop::ModelFailed(e.to_string()),
                     }

@@ -16,6 +16,7 @@ use super::completion::Completion;
 use super::input::{self, Input};
 use super::{Failure, CATALOG};
 use crate::chat::context::ChatMessage;
+use crate::runtime::ai_options::{self, RunOptions};
 
 /// What local development's stand-in binding throws.
 const LOCAL_ONLY: &str = "needs to be run remotely";
@@ -24,16 +25,23 @@ pub(super) async fn ask(
     ai: &Ai,
     model: &str,
     messages: &[ChatMessage<'_>],
+    options: &RunOptions<'_>,
 ) -> Result<Completion, Failure> {
-    run(ai, model, &input::for_model(model, messages))
+    run(ai, model, &input::for_model(model, messages), options)
         .await
         .map_err(|e| failure(model, &e))
 }
 
 /// The binding's answer to `input`, or what went wrong in words.
-async fn run(ai: &Ai, model: &str, input: &Input<'_>) -> Result<Completion, String> {
+async fn run(
+    ai: &Ai,
+    model: &str,
+    input: &Input<'_>,
+    options: &RunOptions<'_>,
+) -> Result<Completion, String> {
     let input = to_js(input)?;
-    let answer = JsFuture::from(ai.run(model, input)).await.map_err(thrown)?;
+    let call = ai_options::run(ai, model, input, options).map_err(thrown)?;
+    let answer = JsFuture::from(call).await.map_err(thrown)?;
     completion_of(&answer)
 }
 
@@ -69,6 +77,11 @@ fn failure(model: &str, error: &str) -> Failure {
         Some(5035) => format!(
             "the model {model} (AI_MODEL) needs the Workers Paid plan ({error}); upgrade, or set AI_MODEL to a model from {CATALOG}"
         ),
+        Some(3040) => {
+            return Failure::Busy(format!(
+                "Workers AI has no capacity for {model} right now ({error}); try again in a moment"
+            ))
+        }
         _ => format!("Workers AI: {error}"),
     };
     Failure::Error(why)
@@ -93,7 +106,7 @@ mod tests {
     fn why(error: &str) -> String {
         match failure("@cf/x/model", error) {
             Failure::Error(why) => why,
-            Failure::Unusable => panic!("unusable"),
+            Failure::Busy(_) | Failure::Unusable => panic!("not an error"),
         }
     }
 
@@ -121,9 +134,19 @@ mod tests {
         assert!(
             why("AiError: 5035: This model requires a Workers Paid plan.").contains("Workers Paid")
         );
+    }
+
+    #[test]
+    fn no_capacity_is_busy_and_says_so() {
+        let Failure::Busy(why) = failure(
+            "@cf/x/model",
+            "AiError: 3040: Capacity temporarily exceeded, please try again.",
+        ) else {
+            panic!("not busy");
+        };
         assert_eq!(
-            why("AiError: 3040: Capacity temporarily exceeded, please try again."),
-            "Workers AI: AiError: 3040: Capacity temporarily exceeded, please try again."
+            why,
+            "Workers AI has no capacity for @cf/x/model right now (AiError: 3040: Capacity temporarily exceeded, please try again.); try again in a moment"
         );
     }
 

@@ -86,6 +86,8 @@ pub enum ApiError {
     AiUnavailable(String),
     #[error("AI backend failed: {0}")]
     AiFailed(String),
+    #[error("AI backend is busy: {0}")]
+    AiBusy(String),
     #[error("AI backend did not answer within {0} ms")]
     AiTimeout(u64),
     #[error("sandbox unavailable: {0}")]
@@ -133,7 +135,8 @@ impl ApiError {
             | Self::SandboxUnavailable(_)
             | Self::TooManyWatchers(_)
             | Self::AccessNotConfigured(_)
-            | Self::NotConfigured(_) => 503,
+            | Self::NotConfigured(_)
+            | Self::AiBusy(_) => 503,
             Self::AiTimeout(_) | Self::SandboxTimeout(_) => 504,
         }
     }
@@ -212,6 +215,7 @@ mod tests {
         assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
         assert_eq!(ApiError::AiFailed("x".into()).status(), 502);
         assert_eq!(ApiError::AiUnavailable("x".into()).status(), 503);
+        assert_eq!(ApiError::AiBusy("x".into()).status(), 503);
         assert_eq!(ApiError::SandboxTimeout(1).status(), 504);
         assert_eq!(ApiError::MethodNotAllowed("GET").allow(), Some("GET"));
         assert_eq!(ApiError::NotFound.allow(), None);

@@ -263,8 +263,11 @@ fn optional_integer(
     }
 }
 
+/// Parsed from text, as every JSON the worker reads is: one reader type
+/// means one copy of serde_json's parser in the upload.
 fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::from_slice(body) {
+    let text = std::str::from_utf8(body).map_err(|e| ApiError::BadJson(e.to_string()))?;
+    match serde_json::from_str(text) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(ApiError::NotAnObject),
         Err(e) => Err(ApiError::BadJson(e.to_string())),
@@ -377,6 +380,10 @@ mod tests {
         assert!(matches!(
             exec_request(b"\"echo\""),
             Err(ApiError::NotAnObject)
+        ));
+        assert!(matches!(
+            message_request(b"{\"text\": \"\xff\"}"),
+            Err(ApiError::BadJson(_))
         ));
     }
 

@@ -64,6 +64,8 @@ const COLD_START_ALLOWANCE_MS = 15_000;
 const EXEC_ANSWER_MS = 28_000;
 const SANDBOX_IDLE_SECONDS = 600;
 const ROOM_TTL_SECONDS = 3 * 24 * 3600;
+const AUDIT_ENTRIES = 200;
+const AUDIT_CMD_CHARS = 500;
 
 // ---- the model (src/ai, src/chat/context.rs)
 const DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash";
@@ -951,6 +953,8 @@ export class Sandbox extends DurableObject {
       asleep INTEGER NOT NULL
     )`);
     this.sql.exec("CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)");
+    // Every command, as the Rust object's audit keeps it (the newest 200).
+    this.sql.exec("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)");
     this.epoch = 0; // cleanups so far
     this.alarmSet = false; // this instance has set the lifecycle alarm
     // The room's state ({name, lastUsed, asleep} or null) and the last use
@@ -972,7 +976,12 @@ export class Sandbox extends DurableObject {
         // (its WebSockets), naming the command's source (`?source=agent`);
         // this one has no live feed, so it only counts them.
         if (this.ctx.getWebSockets().length > 0) throw internal("the reference has no live feed, yet a WebSocket is open");
-        const result = await this.exec(name, request, arrived, epoch);
+        let result;
+        try {
+          result = await this.exec(name, request, arrived, epoch);
+        } finally {
+          this.audit(request, arrived, result);
+        }
         // sandboxd's answer goes through as it came.
         return new Response(`{"result":${result},"sandboxName":${JSON.stringify(name)}}`, { headers: { "content-type": "application/json" } });
       }
@@ -986,6 +995,28 @@ export class Sandbox extends DurableObject {
       }
       throw notFound();
     });
+  }
+
+  /** Records a command as the Rust object's audit does (the same row, the same bound). */
+  audit(request, arrived, result) {
+    let ended = null;
+    try {
+      ended = result === undefined ? null : JSON.parse(result);
+    } catch {}
+    const entry = {
+      at: arrived,
+      command: firstChars(request.cmd, AUDIT_CMD_CHARS),
+      source: "exec",
+      askedBy: null,
+      outcome: ended ? "ran" : "failed",
+      decidedBy: null,
+      rule: null,
+      exitCode: ended?.exitCode ?? null,
+      durationMs: Date.now() - arrived,
+      timedOut: ended?.timedOut === true,
+    };
+    this.sql.exec("INSERT INTO audit (entry) VALUES (?)", JSON.stringify(entry));
+    this.sql.exec("DELETE FROM audit WHERE id <= last_insert_rowid() - ?", AUDIT_ENTRIES);
   }
 
   async alarm() {

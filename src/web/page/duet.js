@@ -119,8 +119,8 @@ function room() {
     const json = await call(`approvals/${id}`, { decision, userId: $("name").value.trim() || undefined }, "POST", 409);
     if (json.error) act.textContent = json.error;
   }
-  // A decided command says how and by whom for a moment, then goes. The
-  // event names it by its id and decision, or holds the decided approval.
+  // A decided command says how and by whom for a moment, then goes (the
+  // event holds the decided approval).
   function decided(e) {
     const d = e.approval, act = asks.get(d.id);
     settled.add(d.id);

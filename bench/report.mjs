@@ -114,12 +114,13 @@ p("");
 
 p("## Upload size", "");
 if (upload) {
-  p(`What \`wrangler deploy\` would upload (${upload.source === "wrangler" ? "`wrangler deploy --dry-run --outdir` with a temporary wrangler.toml without `[build]` and `[[containers]]`" : "**measured from build/ directly; wrangler could not run**"}), gzipped as wrangler gzips it (all modules in one stream):`, "");
+  p(`What \`wrangler deploy\` would upload (${upload.source === "wrangler" ? "`wrangler deploy --dry-run --outdir` with a temporary wrangler.toml without `[build]`, `[[containers]]` and `[assets]`" : "**measured from build/ directly; wrangler could not run**"}), gzipped as wrangler gzips it (all modules in one stream):`, "");
   p("| | raw | gzip |", "|---|---:|---:|");
   for (const [name, s] of Object.entries(upload.files)) p(`| ${name} | ${bytes(s.raw)} | ${bytes(s.gzip)} (alone) |`);
   p(`| **total upload** | **${bytes(upload.raw)}** | **${bytes(upload.gzip)}** |`, "");
   p(`Budget (\`scripts/size-budget\`, fails above it): 200 KiB = 204,800 B gzipped (the TypeScript worker uploads 399 KiB) — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 120 KiB — ${upload.targetMet ? "met" : "not met"} (see below for what it would take).${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
   p("`index.js` here is wrangler's re-bundle of build/index.js (not minified, hence larger than build/index.js); its source map is written beside it but not uploaded.", "");
+  if (upload.assets?.files) p(`The web page's ${upload.assets.files} files (\`src/web/page/\`, ${bytes(upload.assets.raw)} raw, ${bytes(upload.assets.gzip)} gzipped one by one) go to the platform's asset store, uploaded apart from the Worker and not counted here; the Worker reads them through its \`ASSETS\` binding.`, "");
 }
 
 p("## Cold start", "");

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use duet_cf_worker::api::access::{self, RoomRole};
 use duet_cf_worker::api::error::{FieldErrors, ENDPOINTS};
 use duet_cf_worker::api::limits::*;
+use duet_cf_worker::api::policy::AgentCommands;
 use duet_cf_worker::api::route::{self, Action, Page, Route};
 use duet_cf_worker::api::ApiError;
 use serde_json::{json, Value};
@@ -78,11 +79,15 @@ fn every_error() -> Vec<ApiError> {
         ApiError::UnreadableBody(String::new()),
         ApiError::CleanedUp,
         ApiError::NoKeptArchive,
+        ApiError::NoSuchApproval,
+        ApiError::AlreadyDecided(String::new()),
+        ApiError::NotConfigured(String::new()),
         ApiError::NotAWebSocket,
         ApiError::NoSubprotocol,
         ApiError::TooManyWatchers(0),
         ApiError::AiUnavailable(String::new()),
         ApiError::AiFailed(String::new()),
+        ApiError::AiBusy(String::new()),
         ApiError::AiTimeout(0),
         ApiError::SandboxUnavailable(String::new()),
         ApiError::SandboxFailed(String::new()),
@@ -109,11 +114,15 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::UnreadableBody(_)
             | ApiError::CleanedUp
             | ApiError::NoKeptArchive
+            | ApiError::NoSuchApproval
+            | ApiError::AlreadyDecided(_)
+            | ApiError::NotConfigured(_)
             | ApiError::NotAWebSocket
             | ApiError::NoSubprotocol
             | ApiError::TooManyWatchers(_)
             | ApiError::AiUnavailable(_)
             | ApiError::AiFailed(_)
+            | ApiError::AiBusy(_)
             | ApiError::AiTimeout(_)
             | ApiError::SandboxUnavailable(_)
             | ApiError::SandboxFailed(_)
@@ -145,6 +154,11 @@ fn x_limits_are_the_code_s() {
             "timeoutMsDefault": EXEC_DEFAULT_TIMEOUT_MS,
             "historyLimit": HISTORY_LIMIT,
             "historyContextChars": MAX_HISTORY_CONTEXT_CHARS,
+            "policyRulesMax": MAX_POLICY_RULES,
+            "ruleMaxChars": MAX_RULE_CHARS,
+            "auditEntries": AUDIT_ENTRIES,
+            "auditCmdChars": AUDIT_CMD_CHARS,
+            "approvalTimeoutSecondsDefault": APPROVAL_TIMEOUT_SECONDS,
         })
     );
     let description = doc()["info"]["description"].as_str().unwrap().to_owned();
@@ -265,7 +279,7 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             "{method} {path} documents 413"
         );
     }
-    assert_eq!(bodies, 4);
+    assert_eq!(bodies, 6);
     let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
         .as_str()
         .unwrap();
@@ -277,7 +291,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
     let doc = doc();
     let mut documented = BTreeSet::new();
     for (method, path, _) in operations(&doc) {
-        let concrete = path.replace("{roomId}", "r1");
+        let concrete = concrete(&path);
         let parsed = route::parse(&method, &concrete)
             .unwrap_or_else(|e| panic!("{method} {path} is not a route: {e}"));
         let expected = match (method.as_str(), path.as_str()) {
@@ -298,6 +312,13 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             ("DELETE", "/api/rooms/{roomId}") => room(Action::Cleanup),
             ("POST", "/api/rooms/{roomId}/invites") => room(Action::Invite),
             ("DELETE", "/api/rooms/{roomId}/invites") => room(Action::Revoke),
+            ("GET", "/api/rooms/{roomId}/policy") => room(Action::Policy),
+            ("PUT", "/api/rooms/{roomId}/policy") => room(Action::SetPolicy),
+            ("GET", "/api/rooms/{roomId}/approvals") => room(Action::Approvals),
+            ("POST", "/api/rooms/{roomId}/approvals/{approvalId}") => {
+                room(Action::Decide { approval: 1 })
+            }
+            ("GET", "/api/rooms/{roomId}/audit") => room(Action::Audit),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");
@@ -308,6 +329,11 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
         documented, named,
         "the 404 names exactly the documented routes"
     );
+}
+
+/// A documented path with its parameters filled in.
+fn concrete(path: &str) -> String {
+    path.replace("{roomId}", "r1").replace("{approvalId}", "1")
 }
 
 fn room(action: Action) -> Route {
@@ -350,8 +376,7 @@ fn every_status_the_worker_gives_but_500_is_documented() {
     // Every room route can refuse a token (401) and be misconfigured
     // (503); one above a watcher's role, or refused to other sites, a 403.
     for (method, path, op) in operations(&doc) {
-        let Ok(Route::Room { action, .. }) = route::parse(&method, &path.replace("{roomId}", "r1"))
-        else {
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             continue;
         };
         let forbidden = access::needed(action) > RoomRole::Watcher || action.needs_own_origin();
@@ -373,8 +398,7 @@ fn every_room_route_names_the_role_it_needs() {
         if !path.starts_with("/api/") {
             continue;
         }
-        let Ok(Route::Room { action, .. }) = route::parse(&method, &path.replace("{roomId}", "r1"))
-        else {
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             panic!("{method} {path}");
         };
         assert_eq!(
@@ -403,6 +427,61 @@ fn invites_are_bounded_as_the_code_bounds_them() {
         invite["properties"]["name"]["pattern"],
         doc["components"]["schemas"]["MessageRequest"]["properties"]["userId"]["pattern"]
     );
+}
+
+#[test]
+fn policies_decisions_and_the_audit_are_bounded_as_the_code_bounds_them() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let modes: Vec<&str> = AgentCommands::ALL.iter().map(|m| m.name()).collect();
+    assert_eq!(schemas["AgentCommands"]["enum"], json!(modes));
+    assert_eq!(schemas["RuleList"]["maxItems"], MAX_POLICY_RULES);
+    assert_eq!(schemas["Rule"]["minLength"], 1);
+    assert_eq!(schemas["Rule"]["maxLength"], MAX_RULE_CHARS);
+    for field in ["agentCommands", "allow", "deny"] {
+        assert_eq!(
+            schemas["PolicyUpdate"]["properties"][field], schemas["Policy"]["properties"][field],
+            "{field}"
+        );
+    }
+    let decision = &schemas["DecisionRequest"];
+    assert_eq!(decision["required"], json!(["decision"]));
+    assert_eq!(
+        decision["properties"]["decision"]["enum"],
+        json!(["approve", "deny"])
+    );
+    // Who decides, and who asks for an exec, are named as a message's sender.
+    let user_id = &schemas["MessageRequest"]["properties"]["userId"];
+    for schema in ["DecisionRequest", "ExecRequest"] {
+        let named = &schemas[schema]["properties"]["userId"];
+        for key in ["type", "nullable", "minLength", "maxLength", "pattern"] {
+            assert_eq!(named[key], user_id[key], "{schema}.userId.{key}");
+        }
+    }
+    assert_eq!(
+        schemas["AuditResponse"]["properties"]["entries"]["maxItems"],
+        AUDIT_ENTRIES
+    );
+    assert_eq!(
+        schemas["AuditEntry"]["properties"]["command"]["maxLength"],
+        AUDIT_CMD_CHARS
+    );
+    let approval = &doc["components"]["parameters"]["ApprovalId"];
+    assert_eq!(approval["in"], "path");
+    assert_eq!(approval["schema"]["type"], "integer");
+    assert_eq!(approval["schema"]["minimum"], 1);
+    let description = doc["info"]["description"].as_str().unwrap().to_owned();
+    for value in [
+        MAX_POLICY_RULES,
+        MAX_RULE_CHARS,
+        AUDIT_ENTRIES,
+        AUDIT_CMD_CHARS,
+    ] {
+        assert!(
+            description.contains(&value.to_string()),
+            "info.description mentions {value}"
+        );
+    }
 }
 
 #[test]

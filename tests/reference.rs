@@ -57,6 +57,11 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         MAX_WATCHER_FRAME_BYTES,
         INVITE_DEFAULT_TTL_SECONDS,
         INVITE_MAX_TTL_SECONDS,
+        MAX_POLICY_RULES,
+        MAX_RULE_CHARS,
+        APPROVAL_TIMEOUT_SECONDS,
+        AUDIT_ENTRIES,
+        AUDIT_CMD_CHARS,
     ]
 }
 

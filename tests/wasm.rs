@@ -1,8 +1,9 @@
-//! What only shows in wasm: how Rust values cross into JavaScript.
+//! What only shows in wasm: how Rust values cross into JavaScript, as the
+//! Workers AI binding is given and answers them.
 #![cfg(target_arch = "wasm32")]
 
-use duet_cf_worker::ai::completion::Completion;
 use duet_cf_worker::ai::input;
+use duet_cf_worker::ai::workers_ai::{completion_of, to_js};
 use duet_cf_worker::api::wire::{Message, Role};
 use duet_cf_worker::chat::context;
 use wasm_bindgen::{JsCast, JsValue};
@@ -31,9 +32,7 @@ fn workers_ai_input_is_a_plain_object() {
         },
     ];
     let messages = context::build(&history, "now", &[]);
-    let value =
-        serde_wasm_bindgen::to_value(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages))
-            .unwrap();
+    let value = to_js(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages)).unwrap();
     assert!(!value.is_instance_of::<Map>());
     assert_eq!(
         Object::get_prototype_of(&value),
@@ -60,9 +59,7 @@ fn workers_ai_input_is_a_plain_object() {
 fn answers_of_either_shape_become_text() {
     let parse = |json: &str| -> Option<String> {
         let value = worker::js_sys::JSON::parse(json).unwrap();
-        serde_wasm_bindgen::from_value::<Completion>(value)
-            .unwrap()
-            .text()
+        completion_of(&value).unwrap().text()
     };
     assert_eq!(
         parse(r#"{"response": "hi", "usage": {"total_tokens": 1}}"#).as_deref(),
@@ -78,24 +75,27 @@ fn answers_of_either_shape_become_text() {
     );
 }
 
-/// SQLite rows reach Rust as JS objects whose integers are numbers.
+/// SQLite rows reach Rust as arrays of JS values: integers as numbers,
+/// which the row readers take as integers (a message's `ts` among them).
 #[wasm_bindgen_test]
-fn stored_rows_become_messages_with_integer_ts() {
-    let row = Object::new();
-    Reflect::set(&row, &"role".into(), &"user".into()).unwrap();
-    Reflect::set(&row, &"userId".into(), &JsValue::NULL).unwrap();
-    Reflect::set(&row, &"text".into(), &"hi".into()).unwrap();
-    Reflect::set(&row, &"ts".into(), &JsValue::from_f64(1_764_400_000_000.0)).unwrap();
-    let message: Message = serde_wasm_bindgen::from_value(row.into()).unwrap();
-    assert_eq!(
-        message,
-        Message {
-            role: Role::User,
-            user_id: None,
-            text: "hi".into(),
-            ts: 1_764_400_000_000
-        }
-    );
+fn stored_rows_keep_integer_times() {
+    use duet_cf_worker::runtime::sql::{number, text};
+    use worker::SqlStorageValue;
+    let cells = [
+        JsValue::from_str("user"),
+        JsValue::NULL,
+        JsValue::from_f64(1_764_400_000_000.0),
+    ];
+    let [role, user_id, ts] = cells.map(|cell| SqlStorageValue::try_from(cell).unwrap());
+    assert_eq!(text(&role).as_deref(), Some("user"));
+    assert_eq!(text(&user_id), None);
+    assert_eq!(number(&ts), Some(1_764_400_000_000));
+    let message = Message {
+        role: Role::User,
+        user_id: text(&user_id),
+        text: "hi".into(),
+        ts: number(&ts).unwrap() as i64,
+    };
     assert_eq!(
         serde_json::to_string(&message).unwrap(),
         r#"{"role":"user","text":"hi","ts":1764400000000}"#

@@ -64,6 +64,8 @@ const COLD_START_ALLOWANCE_MS = 15_000;
 const EXEC_ANSWER_MS = 28_000;
 const SANDBOX_IDLE_SECONDS = 600;
 const ROOM_TTL_SECONDS = 3 * 24 * 3600;
+const AUDIT_ENTRIES = 200;
+const AUDIT_CMD_CHARS = 500;
 
 // ---- the model (src/ai, src/chat/context.rs)
 const DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash";
@@ -113,6 +115,7 @@ const aiFailed = (why) => new ApiError(502, `AI backend failed: ${why}`);
 const sandboxFailed = (why) => new ApiError(502, `sandbox failed: ${why}`);
 const aiUnavailable = (why) => new ApiError(503, `no AI backend: ${why}`);
 const sandboxUnavailable = (why) => new ApiError(503, `sandbox unavailable: ${why}`);
+const aiBusy = (why) => new ApiError(503, `AI backend is busy: ${why}`);
 const aiTimeout = (ms) => new ApiError(504, `AI backend did not answer within ${ms} ms`);
 const sandboxTimeout = (ms) => new ApiError(504, `sandbox did not answer within ${ms} ms`);
 
@@ -535,15 +538,18 @@ function modelFailure(model, error) {
   }
 }
 
-async function runModel(env, model, messages) {
+async function runModel(env, model, messages, session) {
   if (!env.AI) throw aiUnavailable("bind Workers AI as `AI`, or set AI_BASE_URL to an OpenAI-compatible server");
+  const gateway = setting(env, "AI_GATEWAY_ID");
+  const options = { extraHeaders: { "x-session-affinity": session }, ...(gateway ? { gateway: { id: gateway } } : {}) };
   try {
-    return await env.AI.run(model, modelInput(model, messages));
+    return await env.AI.run(model, modelInput(model, messages), options);
   } catch (e) {
     const error = String(e?.message ?? e);
     if (error.includes("needs to be run remotely")) {
       throw aiUnavailable("the Workers AI binding only runs on Cloudflare (log in and use `wrangler dev --remote`); this reference has no AI_BASE_URL backend");
     }
+    if (/(?:^|:)\s*3040\s*:/.test(error)) throw aiBusy(`Workers AI has no capacity for ${model} right now (${error}); try again in a moment`);
     throw aiFailed(modelFailure(model, error));
   }
 }
@@ -551,10 +557,10 @@ async function runModel(env, model, messages) {
 const aiTimeLimit = (env) => number(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
 
 /** The model's answer to `messages` as chat text, within `maxMs`. */
-async function askModel(env, messages, maxMs) {
+async function askModel(env, session, messages, maxMs) {
   const limit = Math.min(aiTimeLimit(env), maxMs);
   const model = setting(env, "AI_MODEL") ?? DEFAULT_MODEL;
-  const completion = await within(limit, runModel(env, model, messages));
+  const completion = await within(limit, runModel(env, model, messages, session));
   if (completion === TIMED_OUT) throw aiTimeout(limit);
   const raw = completionText(completion);
   const text = raw === null ? "" : withoutControls(raw).trim();
@@ -708,7 +714,7 @@ async function exchange(env, room, history, text, started, stillCurrent) {
     const context = buildContext(history, text, followUps);
     let answer;
     if (rounds.length === 0) {
-      answer = await askModel(env, context, MESSAGE_BUDGET_MS);
+      answer = await askModel(env, room, context, MESSAGE_BUDGET_MS);
     } else {
       const limit = followUpCall(Math.max(0, deadline - Date.now()), modelLimit);
       if (limit === null) {
@@ -716,7 +722,7 @@ async function exchange(env, room, history, text, started, stillCurrent) {
         break;
       }
       try {
-        answer = await askModel(env, context, limit);
+        answer = await askModel(env, room, context, limit);
       } catch (e) {
         stop = STOP_NOTES.modelFailed(asApiError(e).message);
         break;
@@ -947,6 +953,8 @@ export class Sandbox extends DurableObject {
       asleep INTEGER NOT NULL
     )`);
     this.sql.exec("CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)");
+    // Every command, as the Rust object's audit keeps it (the newest 200).
+    this.sql.exec("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)");
     this.epoch = 0; // cleanups so far
     this.alarmSet = false; // this instance has set the lifecycle alarm
     // The room's state ({name, lastUsed, asleep} or null) and the last use
@@ -968,7 +976,12 @@ export class Sandbox extends DurableObject {
         // (its WebSockets), naming the command's source (`?source=agent`);
         // this one has no live feed, so it only counts them.
         if (this.ctx.getWebSockets().length > 0) throw internal("the reference has no live feed, yet a WebSocket is open");
-        const result = await this.exec(name, request, arrived, epoch);
+        let result;
+        try {
+          result = await this.exec(name, request, arrived, epoch);
+        } finally {
+          this.audit(request, arrived, result);
+        }
         // sandboxd's answer goes through as it came.
         return new Response(`{"result":${result},"sandboxName":${JSON.stringify(name)}}`, { headers: { "content-type": "application/json" } });
       }
@@ -982,6 +995,28 @@ export class Sandbox extends DurableObject {
       }
       throw notFound();
     });
+  }
+
+  /** Records a command as the Rust object's audit does (the same row, the same bound). */
+  audit(request, arrived, result) {
+    let ended = null;
+    try {
+      ended = result === undefined ? null : JSON.parse(result);
+    } catch {}
+    const entry = {
+      at: arrived,
+      command: firstChars(request.cmd, AUDIT_CMD_CHARS),
+      source: "exec",
+      askedBy: null,
+      outcome: ended ? "ran" : "failed",
+      decidedBy: null,
+      rule: null,
+      exitCode: ended?.exitCode ?? null,
+      durationMs: Date.now() - arrived,
+      timedOut: ended?.timedOut === true,
+    };
+    this.sql.exec("INSERT INTO audit (entry) VALUES (?)", JSON.stringify(entry));
+    this.sql.exec("DELETE FROM audit WHERE id <= last_insert_rowid() - ?", AUDIT_ENTRIES);
   }
 
   async alarm() {

@@ -5,25 +5,43 @@
 //! exchange; a later one ends it with what was done. A command the sandbox
 //! could not run is an outcome like any other, reported to the model and
 //! the room.
+//!
+//! Each command is first put to the room's policy (`api::policy`). A denied
+//! one is an outcome too ("not run: …"). When one needs a writer's approval,
+//! none of that answer's commands run yet, so that they still run in the
+//! order written: the exchange pauses, and what it had come to ([`Paused`])
+//! is kept by the room with the approvals. Once all are decided, [`resume`]
+//! carries on from there, within the same limits of answers and commands,
+//! and a fresh time budget.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use duet_wire::ExecRequest;
+use serde::{Deserialize, Serialize};
 use worker::Env;
 
 use crate::ai;
-use crate::api::limits::{MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
-use crate::api::wire::Message;
+use crate::api::limits::{AUDIT_CMD_CHARS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
+use crate::api::live::Source;
+use crate::api::policy::{Policy, Verdict};
+use crate::api::wire::{Approval, AuditEntry, AuditOutcome, Decision, Message};
 use crate::api::{validate, ApiError};
 use crate::chat::budget::{command_budget, follow_up_call};
 use crate::chat::context;
 use crate::chat::rounds::{self, commands_allowed, Round, Stop};
 use crate::chat::run_tags::{self, Outcome};
-use crate::room::calls::SandboxObject;
+use crate::room::calls::{Consent, SandboxObject};
 use crate::runtime::{clock, timeout};
+use crate::text::first_chars;
 
 /// What an exchange came to: its rounds and why it ended.
 pub struct Exchange {
     pub rounds: Vec<Round>,
     pub stop: Stop,
+    /// When it waits for approvals: where to carry on from, and the
+    /// waiting answer's commands with what the policy said of each.
+    pub paused: Option<(Paused, Vec<(String, Verdict)>)>,
 }
 
 impl Exchange {
@@ -33,89 +51,304 @@ impl Exchange {
     }
 }
 
-/// Runs the exchange for `text`, started at `started` (epoch ms).
-/// `still_current` is asked before each command and fails once the room was
-/// cleaned up.
+/// An exchange waiting for approvals, as the room stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paused {
+    /// The message it answers, who sent it and when: the model's context
+    /// is the history before it, the message, then `follow_ups`.
+    pub text: String,
+    pub asked_by: Option<String>,
+    pub since: i64,
+    /// The model's earlier answers, each with its results turn.
+    pub follow_ups: Vec<(String, String)>,
+    /// Model answers and commands so far, for the exchange's limits.
+    pub calls: usize,
+    pub commands_run: usize,
+    /// The answer whose commands wait; its commands left out (over an
+    /// answer's limit), and over the message's limit.
+    pub answer: String,
+    pub skipped: usize,
+    pub not_run: usize,
+}
+
+/// What the room said of one command of the agent's.
+enum Said {
+    Run(Consent),
+    Refused { why: String, consent: Consent },
+}
+
+impl Said {
+    fn of_verdict(verdict: &Verdict) -> Self {
+        let refused = |why: String, rule: Option<&String>| Said::Refused {
+            why,
+            consent: Consent {
+                decided_by: None,
+                rule: rule.cloned(),
+            },
+        };
+        match verdict {
+            Verdict::Run { rule } => Said::Run(Consent {
+                decided_by: None,
+                rule: rule.clone(),
+            }),
+            Verdict::Denied { rule } => {
+                refused(format!("the room's rule `{rule}` denies it"), Some(rule))
+            }
+            Verdict::Off => refused("this room lets the agent run no commands".into(), None),
+            Verdict::Ask => unreachable!("asked commands wait"),
+        }
+    }
+
+    fn of_approval(approval: &Approval) -> Self {
+        let consent = Consent {
+            decided_by: approval.decided_by.clone(),
+            rule: approval.rule.clone(),
+        };
+        let why = match (approval.decision, &approval.rule, &approval.decided_by) {
+            (Some(Decision::Approved), ..) => return Said::Run(consent),
+            (Some(Decision::Expired) | None, ..) => "nobody approved it in time".into(),
+            (_, Some(rule), _) => format!("the room's rule `{rule}` denies it"),
+            (_, None, Some(by)) => format!("denied by {by}"),
+            (_, None, None) => "denied by a writer".into(),
+        };
+        Said::Refused { why, consent }
+    }
+}
+
+/// One exchange in progress.
+struct Run<'a> {
+    env: &'a Env,
+    room: &'a str,
+    sandbox: SandboxObject,
+    policy: &'a Policy,
+    history: &'a [Message],
+    text: &'a str,
+    asked_by: Option<&'a str>,
+    deadline: u64,
+}
+
+/// Runs the exchange for `user`'s message under `policy`. `still_current`
+/// is asked before each command and fails once the room was cleaned up.
 pub async fn run(
     env: &Env,
     room: &str,
     history: &[Message],
-    text: &str,
-    started: u64,
+    user: &Message,
+    policy: &Policy,
     still_current: impl Fn() -> Result<(), ApiError>,
 ) -> Result<Exchange, ApiError> {
-    let deadline = started + MESSAGE_BUDGET_MS;
-    let model_limit = ai::time_limit(env);
-    let sandbox = SandboxObject::of(env, room)?;
-    let mut rounds: Vec<Round> = vec![];
-    let mut follow_ups: Vec<(String, String)> = vec![];
-    let mut commands_run = 0;
-    let stop = loop {
-        let context = context::build(history, text, &follow_ups);
-        let answer = if rounds.is_empty() {
-            ai::answer(env, &context, MESSAGE_BUDGET_MS).await?
-        } else {
-            let left = deadline.saturating_sub(clock::now_ms());
-            let Some(limit) = follow_up_call(left, model_limit) else {
-                break Stop::Budget;
-            };
-            match ai::answer(env, &context, limit).await {
-                Ok(answer) => answer,
-                Err(e) => break Stop::ModelFailed(e.to_string()),
-            }
-        };
-        let parsed = run_tags::parse(&answer);
-        let allowed = commands_allowed(parsed.commands.len(), commands_run);
-        let mut ran = Vec::with_capacity(allowed);
-        for cmd in &parsed.commands[..allowed] {
-            still_current()?;
-            ran.push((cmd.to_string(), run_command(&sandbox, cmd, deadline).await));
-        }
-        commands_run += allowed;
-        let not_run = parsed.commands.len() - allowed;
-        let round = Round {
-            prose: parsed.prose,
-            ran,
-            skipped: parsed.skipped,
-            answer,
-        };
-        let asked_nothing = round.ran.is_empty() && not_run == 0;
-        rounds.push(round);
-        if asked_nothing {
-            break Stop::Done;
-        }
-        if not_run > 0 {
-            break Stop::Commands { not_run };
-        }
-        if rounds.len() == MAX_MODEL_CALLS {
-            break Stop::ModelCalls;
-        }
-        let last = rounds.last().expect("a round was just added");
-        follow_ups.push((last.answer.clone(), rounds::results_turn(last)));
+    let run = Run {
+        env,
+        room,
+        sandbox: SandboxObject::of(env, room)?,
+        policy,
+        history,
+        text: &user.text,
+        asked_by: user.user_id.as_deref(),
+        deadline: user.ts as u64 + MESSAGE_BUDGET_MS,
     };
-    Ok(Exchange { rounds, stop })
+    let start = Paused {
+        text: user.text.clone(),
+        asked_by: user.user_id.clone(),
+        since: user.ts,
+        follow_ups: vec![],
+        calls: 0,
+        commands_run: 0,
+        answer: String::new(),
+        skipped: 0,
+        not_run: 0,
+    };
+    run.go(start, None, &still_current).await
 }
 
-/// Runs a command of the model's in the room's sandbox; the whole call ends
-/// by `deadline` (epoch ms), container start included.
-async fn run_command(sandbox: &SandboxObject, cmd: &str, deadline: u64) -> Outcome {
-    if let Err(why) = validate::command(cmd) {
-        return Outcome::Failed(format!("command {why}"));
+/// Carries on a paused exchange now that its `decided` approvals (in the
+/// order of their commands) are; `history` is the room's, before the
+/// paused exchange's message.
+pub async fn resume(
+    env: &Env,
+    room: &str,
+    history: &[Message],
+    paused: Paused,
+    decided: &[Approval],
+    policy: &Policy,
+    still_current: impl Fn() -> Result<(), ApiError>,
+) -> Result<Exchange, ApiError> {
+    let (text, asked_by) = (paused.text.clone(), paused.asked_by.clone());
+    let run = Run {
+        env,
+        room,
+        sandbox: SandboxObject::of(env, room)?,
+        policy,
+        history,
+        text: &text,
+        asked_by: asked_by.as_deref(),
+        deadline: clock::now_ms() + MESSAGE_BUDGET_MS,
+    };
+    let decided: Vec<(String, Said)> = decided
+        .iter()
+        .map(|approval| (approval.command.clone(), Said::of_approval(approval)))
+        .collect();
+    let mut ran = Vec::with_capacity(decided.len());
+    for (cmd, said) in decided {
+        still_current()?;
+        let outcome = run.carry_out(&cmd, said).await;
+        ran.push((cmd, outcome));
     }
-    let left = deadline.saturating_sub(clock::now_ms());
-    let Some(budget) = command_budget(left) else {
-        return Outcome::Failed("not run: the exchange's time budget is spent".into());
+    let round = Round {
+        answer: paused.answer.clone(),
+        prose: String::new(),
+        ran,
+        skipped: paused.skipped,
     };
-    let request = ExecRequest {
-        cmd: cmd.to_owned(),
-        timeout_ms: budget.timeout_ms,
-    };
-    match timeout::within(budget.wait_ms, sandbox.agent_exec(&request)).await {
-        Some(Ok(result)) => Outcome::Ran(result),
-        Some(Err(why)) => Outcome::Failed(why),
-        None => Outcome::Failed(format!(
-            "the sandbox did not answer within {} ms",
-            budget.wait_ms
-        )),
+    let mut at = paused;
+    at.commands_run += round.ran.len();
+    run.go(at, Some(round), &still_current).await
+}
+
+impl Run<'_> {
+    /// The exchange's loop, from `at`; `decided` is a round whose commands
+    /// were already carried out (a resumed exchange's first).
+    ///
+    /// Boxed, so that its one body serves a new exchange and a resumed one
+    /// rather than being built into both callers.
+    fn go<'b>(
+        &'b self,
+        at: Paused,
+        decided: Option<Round>,
+        still_current: &'b dyn Fn() -> Result<(), ApiError>,
+    ) -> Pin<Box<dyn Future<Output = Result<Exchange, ApiError>> + 'b>> {
+        Box::pin(self.go_from(at, decided, still_current))
+    }
+
+    async fn go_from(
+        &self,
+        mut at: Paused,
+        mut decided: Option<Round>,
+        still_current: &dyn Fn() -> Result<(), ApiError>,
+    ) -> Result<Exchange, ApiError> {
+        let model_limit = ai::time_limit(self.env);
+        let mut rounds: Vec<Round> = vec![];
+        let mut paused = None;
+        let stop = loop {
+            let (round, not_run) = if let Some(round) = decided.take() {
+                (round, at.not_run)
+            } else {
+                let context = context::build(self.history, self.text, &at.follow_ups);
+                let answer = if at.calls == 0 {
+                    ai::answer(self.env, self.room, &context, MESSAGE_BUDGET_MS).await?
+                } else {
+                    let left = self.deadline.saturating_sub(clock::now_ms());
+                    let Some(limit) = follow_up_call(left, model_limit) else {
+                        break Stop::Budget;
+                    };
+                    match ai::answer(self.env, self.room, &context, limit).await {
+                        Ok(answer) => answer,
+                        Err(e) => break Stop::ModelFailed(e.to_string()),
+                    }
+                };
+                at.calls += 1;
+                let parsed = run_tags::parse(&answer);
+                let allowed = commands_allowed(parsed.commands.len(), at.commands_run);
+                let not_run = parsed.commands.len() - allowed;
+                let judged: Vec<(String, Verdict)> = parsed.commands[..allowed]
+                    .iter()
+                    .map(|cmd| (cmd.to_string(), self.policy.judge(cmd)))
+                    .collect();
+                let mut round = Round {
+                    prose: parsed.prose,
+                    ran: vec![],
+                    skipped: parsed.skipped,
+                    answer,
+                };
+                if judged.iter().any(|(_, verdict)| *verdict == Verdict::Ask) {
+                    at.answer = round.answer.clone();
+                    at.skipped = round.skipped;
+                    at.not_run = not_run;
+                    rounds.push(round);
+                    paused = Some((at, judged));
+                    // The room numbers the approvals as it keeps them.
+                    break Stop::Waiting(vec![]);
+                }
+                let off = judged.iter().any(|(_, verdict)| *verdict == Verdict::Off);
+                for (cmd, verdict) in judged {
+                    still_current()?;
+                    let outcome = self.carry_out(&cmd, Said::of_verdict(&verdict)).await;
+                    round.ran.push((cmd, outcome));
+                }
+                at.commands_run += allowed;
+                if off {
+                    rounds.push(round);
+                    break Stop::Off;
+                }
+                (round, not_run)
+            };
+            let asked_nothing = round.ran.is_empty() && not_run == 0;
+            let results = rounds::results_turn(&round);
+            let answer = round.answer.clone();
+            rounds.push(round);
+            if asked_nothing {
+                break Stop::Done;
+            }
+            if not_run > 0 {
+                break Stop::Commands { not_run };
+            }
+            if at.calls == MAX_MODEL_CALLS {
+                break Stop::ModelCalls;
+            }
+            at.follow_ups.push((answer, results));
+        };
+        Ok(Exchange {
+            rounds,
+            stop,
+            paused,
+        })
+    }
+
+    /// Runs a command the room let through, or records why it did not.
+    async fn carry_out(&self, cmd: &str, said: Said) -> Outcome {
+        match said {
+            Said::Run(consent) => self.run_command(cmd, &consent).await,
+            Said::Refused { why, consent } => {
+                let entry = AuditEntry {
+                    at: clock::now_ms(),
+                    command: first_chars(cmd, AUDIT_CMD_CHARS).to_owned(),
+                    source: Source::Agent,
+                    asked_by: self.asked_by.map(str::to_owned),
+                    outcome: AuditOutcome::Refused,
+                    decided_by: consent.decided_by,
+                    rule: consent.rule,
+                    exit_code: None,
+                    duration_ms: None,
+                    timed_out: false,
+                };
+                self.sandbox.audit(&entry).await;
+                Outcome::Failed(why)
+            }
+        }
+    }
+
+    /// Runs a command of the model's in the room's sandbox; the whole call
+    /// ends by the exchange's deadline, container start included.
+    async fn run_command(&self, cmd: &str, consent: &Consent) -> Outcome {
+        if let Err(why) = validate::command(cmd) {
+            return Outcome::Failed(format!("command {why}"));
+        }
+        let left = self.deadline.saturating_sub(clock::now_ms());
+        let Some(budget) = command_budget(left) else {
+            return Outcome::Failed("not run: the exchange's time budget is spent".into());
+        };
+        let request = ExecRequest {
+            cmd: cmd.to_owned(),
+            timeout_ms: budget.timeout_ms,
+        };
+        let call = self.sandbox.agent_exec(&request, self.asked_by, consent);
+        match timeout::within(budget.wait_ms, call).await {
+            Some(Ok(result)) => Outcome::Ran(result),
+            Some(Err(why)) => Outcome::Failed(why),
+            None => Outcome::Failed(format!(
+                "the sandbox did not answer within {} ms",
+                budget.wait_ms
+            )),
+        }
     }
 }

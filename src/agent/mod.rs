@@ -7,11 +7,19 @@
 //! It also holds the room's invites ([`invites`]): it makes the room's room
 //! tokens and owns the generation they carry (`room::access`).
 //!
+//! And what the room lets the agent run ([`approvals`]): the room's policy
+//! (`api::policy`), and the exchanges that wait for a writer's approval of
+//! their commands. One alarm serves the room's expiry, the approvals'
+//! expiry and the exchanges that are ready to go on ([`decisions`]), so all
+//! of it survives the object's eviction and a restart.
+//!
 //! Cleanup is final: each cleanup starts a new epoch of the room's clock
 //! (`room::clock`), and an exchange that began in an earlier one runs no
 //! further command and stores nothing (it answers 409), so nothing from
 //! before a `DELETE` reappears after it.
 
+mod approvals;
+mod decisions;
 mod exchange;
 mod invites;
 mod store;
@@ -21,16 +29,19 @@ use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Env, Response, State};
 
 use crate::api::live::Event;
+use crate::api::policy::AgentCommands;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
-    CleanupResponse, HistoryResponse, Message, MessageRequest, MessageResponse, Role,
+    Approval, ApprovalsResponse, CleanupResponse, HistoryResponse, Message, MessageRequest,
+    MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
 use crate::room::access::{self, Generation};
 use crate::room::calls::SandboxObject;
 use crate::room::clock::{RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
-use crate::runtime::{body, clock, log, respond};
+use crate::runtime::{body, clock, config, log, respond};
+use approvals::Approvals;
 use store::Store;
 
 #[wasm_bindgen]
@@ -41,6 +52,7 @@ pub struct DuetAgent {
     timing: Timing,
     clock: RoomClock,
     generation: Generation,
+    approvals: Approvals,
 }
 
 /// The runtime's entry points (by hand: see the crate docs).
@@ -52,8 +64,11 @@ impl DuetAgent {
         let store = Store::open(state.storage().sql()).expect("the messages table can be created");
         let generation =
             Generation::open(state.storage().sql()).expect("the access table can be created");
+        let approvals =
+            Approvals::open(state.storage().sql()).expect("the approvals tables can be created");
         Self {
             generation,
+            approvals,
             state,
             store,
             timing: Timing::of(&env),
@@ -69,6 +84,10 @@ impl DuetAgent {
     }
 
     pub async fn alarm(&self) -> Result<(), JsValue> {
+        self.clock.alarm_spent();
+        self.decide_due()
+            .await
+            .map_err(|e| JsValue::from_str(&e.to_string()))?;
         Ok(self.expire().await?)
     }
 }
@@ -82,7 +101,8 @@ impl DuetAgent {
         let expires = last_used.saturating_add(self.timing.ttl_ms);
         let now = clock::now_ms();
         if now < expires {
-            return self.clock.alarm_at(&self.state.storage(), expires).await;
+            let at = self.next_alarm(expires, now)?;
+            return self.clock.alarm_at(&self.state.storage(), at).await;
         }
         if self.store.watching()? || self.generation.current()?.is_some() {
             // What the watchers show is gone: the feed tells them and
@@ -97,6 +117,7 @@ impl DuetAgent {
         }
         self.clock.forget();
         self.store.clear()?;
+        self.approvals.forget()?;
         self.generation.set(None)?;
         log::lifecycle("expire", "DuetAgent", &room, now, None, None);
         Ok(())
@@ -130,15 +151,32 @@ impl DuetAgent {
                 self.invite(&room, url, claims.as_ref(), &body).await
             }
             Asked::Public(Action::Revoke) => self.revoke(&room, url, claims.as_ref()).await,
+            Asked::Public(Action::Policy) => Ok(respond::json(200, &self.policy()?)?),
+            Asked::Public(Action::SetPolicy) => {
+                let body = body::read(req).await?;
+                self.set_policy(&room, &body).await
+            }
+            Asked::Public(Action::Approvals) => Ok(respond::json(
+                200,
+                &ApprovalsResponse {
+                    approvals: &self.approvals.pending()?,
+                },
+            )?),
+            Asked::Public(Action::Decide { approval }) => {
+                let body = body::read(req).await?;
+                let name = claims.and_then(|claims| claims.name);
+                self.decide(&room, approval, &body, name).await
+            }
             Asked::Call(Call::Watching) => {
                 let on = body::read(req).await? == b"true";
                 self.store.set_watching(on)?;
                 Ok(Response::empty()?)
             }
-            Asked::Public(Action::Exec | Action::KeptArchive | Action::Live)
+            Asked::Public(Action::Exec | Action::KeptArchive | Action::Live | Action::Audit)
             | Asked::Call(
                 Call::AgentExec
                 | Call::Publish
+                | Call::Audit
                 | Call::HistoryExpired
                 | Call::Generation
                 | Call::Destroy,
@@ -159,8 +197,8 @@ impl DuetAgent {
         if watched {
             self.publish(room, &Event::Message { message: &user }).await;
         }
-        let agent = match self.exchange(room, &user).await {
-            Ok(agent) => agent,
+        let (agent, approvals) = match self.exchange(room, &user).await {
+            Ok(done) => done,
             Err(e) => {
                 if watched {
                     let error = e.to_string();
@@ -172,6 +210,9 @@ impl DuetAgent {
         if watched {
             self.publish(room, &Event::Message { message: &agent })
                 .await;
+            for approval in &approvals {
+                self.publish(room, &Event::Approval { approval }).await;
+            }
         }
         let messages = self.store.recent()?;
         Ok(respond::json(
@@ -179,36 +220,35 @@ impl DuetAgent {
             &MessageResponse {
                 reply: &agent.text,
                 messages: &messages,
+                approvals: &approvals,
             },
         )?)
     }
 
     /// Runs the exchange for `user` and stores it; answers the agent's
-    /// message.
-    async fn exchange(&self, room: &str, user: &Message) -> Result<Message, ApiError> {
+    /// message, and the approvals it waits for.
+    async fn exchange(
+        &self,
+        room: &str,
+        user: &Message,
+    ) -> Result<(Message, Vec<Approval>), ApiError> {
         let epoch = self.clock.epoch();
         let history = self.store.recent()?;
-        let started = user.ts as u64;
-        let done = exchange::run(&self.env, room, &history, &user.text, started, || {
+        let policy = self.policy()?;
+        let done = exchange::run(&self.env, room, &history, user, &policy, || {
             self.clock.still_current(epoch)
         })
         .await?;
-        let reply = done.reply();
-        if reply.is_empty() {
+        if done.reply().is_empty() {
             // Some models refuse an empty assistant turn in the history.
             return Err(ApiError::AiFailed(
                 "the model's answer had no text (only empty <run> tags)".into(),
             ));
         }
         self.clock.still_current(epoch)?;
-        let agent = Message {
-            role: Role::Agent,
-            user_id: None,
-            text: reply,
-            ts: clock::now_ms() as i64,
-        };
+        let (agent, approvals) = self.conclude(done).await?;
         self.store.append(&[user.clone(), agent.clone()])?;
-        Ok(agent)
+        Ok((agent, approvals))
     }
 
     /// Sends an event to the room's live feed, if it can be reached.
@@ -225,13 +265,27 @@ impl DuetAgent {
         if self.clock.use_due(now, self.timing.ttl_ms) {
             self.store.touch(room, now)?;
         }
-        let expiry = || now + self.timing.ttl_ms;
-        Ok(self.clock.alarm_once(&self.state.storage(), expiry).await?)
+        let at = || self.next_alarm(now + self.timing.ttl_ms, now);
+        Ok(self.clock.alarm_once(&self.state.storage(), at).await?)
+    }
+
+    /// The room's policy; a new room's mode is `DUET_AGENT_COMMANDS`.
+    fn policy(&self) -> Result<crate::api::policy::Policy, ApiError> {
+        let mode = match config::get(&self.env, "DUET_AGENT_COMMANDS") {
+            None => AgentCommands::Auto,
+            Some(name) => AgentCommands::parse(name.trim()).ok_or_else(|| {
+                ApiError::NotConfigured(format!(
+                    "DUET_AGENT_COMMANDS is {name:?}; set it to auto, ask or off"
+                ))
+            })?,
+        };
+        Ok(self.approvals.policy(mode)?)
     }
 
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {
         self.clock.forget();
         self.store.clear()?;
+        self.approvals.forget()?;
         // The Sandbox object forgets its copy as it is destroyed.
         self.generation.set(None)?;
         self.state.storage().delete_alarm().await?;

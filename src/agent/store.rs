@@ -17,6 +17,7 @@ use worker::{SqlStorage, SqlStorageValue};
 
 use crate::api::limits::HISTORY_LIMIT;
 use crate::api::wire::{Message, Role};
+use crate::runtime::sql::{self, number, text};
 
 pub struct Store {
     sql: SqlStorage,
@@ -65,15 +66,11 @@ impl Store {
         if let Some(on) = self.watching.get() {
             return Ok(on);
         }
-        #[derive(serde::Deserialize)]
-        struct Row {
-            watching: i64,
-        }
-        let rows: Vec<Row> = self
-            .sql
-            .exec("SELECT watching FROM feed WHERE id = 1", None)?
-            .to_array()?;
-        let on = rows.first().is_some_and(|row| row.watching != 0);
+        let watching = sql::value(
+            self.sql
+                .exec("SELECT watching FROM feed WHERE id = 1", None)?,
+        )?;
+        let on = watching.as_ref().and_then(number).is_some_and(|n| n != 0);
         self.watching.set(Some(on));
         Ok(on)
     }
@@ -100,19 +97,14 @@ impl Store {
 
     /// The room and when it was last used, if it ever was.
     pub fn last_use(&self) -> worker::Result<Option<(String, u64)>> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            name: String,
-            last_used: i64,
-        }
-        let rows: Vec<Row> = self
-            .sql
-            .exec("SELECT name, last_used FROM room WHERE id = 1", None)?
-            .to_array()?;
-        Ok(rows
-            .into_iter()
-            .next()
-            .map(|row| (row.name, row.last_used.max(0) as u64)))
+        let row = sql::first(
+            self.sql
+                .exec("SELECT name, last_used FROM room WHERE id = 1", None)?,
+        )?;
+        Ok(match row.as_deref() {
+            Some([name, last_used]) => text(name).zip(number(last_used)),
+            _ => None,
+        })
     }
 
     /// The last [`HISTORY_LIMIT`] messages, oldest first.
@@ -120,15 +112,28 @@ impl Store {
         if let Some(recent) = &*self.recent.borrow() {
             return Ok(recent.clone());
         }
-        let recent: Vec<Message> = self
-            .sql
-            .exec(
-                "SELECT role, user_id AS userId, text, ts FROM
-                   (SELECT * FROM messages ORDER BY id DESC LIMIT ?)
-                 ORDER BY id",
-                vec![(HISTORY_LIMIT as i64).into()],
-            )?
-            .to_array()?;
+        let mut recent = Vec::with_capacity(HISTORY_LIMIT);
+        let rows = self.sql.exec(
+            "SELECT role, user_id, text, ts FROM
+               (SELECT * FROM messages ORDER BY id DESC LIMIT ?)
+             ORDER BY id",
+            vec![(HISTORY_LIMIT as i64).into()],
+        )?;
+        for row in rows.raw() {
+            if let [role, user_id, message, ts] = row?.as_slice() {
+                let role = match text(role).as_deref() {
+                    Some("user") => Role::User,
+                    Some("agent") => Role::Agent,
+                    _ => continue,
+                };
+                recent.push(Message {
+                    role,
+                    user_id: text(user_id),
+                    text: text(message).unwrap_or_default(),
+                    ts: number(ts).unwrap_or(0) as i64,
+                });
+            }
+        }
         *self.recent.borrow_mut() = Some(recent.clone());
         Ok(recent)
     }

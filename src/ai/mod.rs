@@ -20,6 +20,7 @@ use worker::Env;
 use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_ANSWER_CHARS};
 use crate::api::ApiError;
 use crate::chat::context::ChatMessage;
+use crate::runtime::ai_options::RunOptions;
 use crate::runtime::{bindings, config, timeout};
 use crate::text::{first_chars, without_controls};
 use completion::Completion;
@@ -34,19 +35,24 @@ pub const CATALOG: &str = "https://developers.cloudflare.com/workers-ai/models/"
 enum Failure {
     /// The binding exists but cannot run here (local development).
     Unusable,
+    /// The service is out of capacity for the model (3040): worth asking
+    /// again soon.
+    Busy(String),
     Error(String),
 }
 
 /// The model's answer to `context`, within `AI_TIMEOUT_MS` and at most
-/// `max_ms`.
+/// `max_ms`. The calls of one `session` (a room) are kept together, so
+/// that the prefix they share stays in the model's prompt cache.
 pub async fn answer(
     env: &Env,
+    session: &str,
     context: &[ChatMessage<'_>],
     max_ms: u64,
 ) -> Result<String, ApiError> {
     let limit = time_limit(env).min(max_ms);
     let model = config::get(env, "AI_MODEL").unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-    let completion = timeout::within(limit, ask(env, &model, context))
+    let completion = timeout::within(limit, ask(env, &model, session, context))
         .await
         .ok_or(ApiError::AiTimeout(limit))??;
     // Chat text: no terminal control sequences reach other people's screens.
@@ -63,11 +69,22 @@ pub fn time_limit(env: &Env) -> u64 {
     config::number(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS)
 }
 
-async fn ask(env: &Env, model: &str, context: &[ChatMessage<'_>]) -> Result<Completion, ApiError> {
+async fn ask(
+    env: &Env,
+    model: &str,
+    session: &str,
+    context: &[ChatMessage<'_>],
+) -> Result<Completion, ApiError> {
     let binding = bindings::ai(env, "AI").ok();
     if let Some(ai) = &binding {
-        match workers_ai::ask(ai, model, context).await {
+        let gateway = config::get(env, "AI_GATEWAY_ID");
+        let options = RunOptions {
+            session,
+            gateway: gateway.as_deref(),
+        };
+        match workers_ai::ask(ai, model, context, &options).await {
             Ok(completion) => return Ok(completion),
+            Err(Failure::Busy(why)) => return Err(ApiError::AiBusy(why)),
             Err(Failure::Error(why)) => return Err(ApiError::AiFailed(why)),
             Err(Failure::Unusable) => {}
         }

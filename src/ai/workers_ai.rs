@@ -1,16 +1,22 @@
-//! The Workers AI binding. Input goes as a typed struct: a `serde_json::Value`
-//! map would reach JavaScript as a `Map`, in which Workers AI finds no
-//! `messages` field.
+//! The Workers AI binding. Input and answer cross into and out of
+//! JavaScript as JSON text (`JSON.parse`, `JSON.stringify`), read and written
+//! by serde_json, which the worker links anyway: serde_wasm_bindgen would
+//! cost a few KiB of the upload for the same objects.
 //!
 //! The binding throws the service's errors as `<name>: <code>: <description>`
 //! (e.g. `AiError: 5007: No such model …`); the code says what went wrong,
 //! whatever the name.
 
-use worker::Ai;
+use worker::js_sys::JSON;
+use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::Ai;
 
 use super::completion::Completion;
-use super::{input, Failure, CATALOG};
+use super::input::{self, Input};
+use super::{Failure, CATALOG};
 use crate::chat::context::ChatMessage;
+use crate::runtime::ai_options::{self, RunOptions};
 
 /// What local development's stand-in binding throws.
 const LOCAL_ONLY: &str = "needs to be run remotely";
@@ -19,10 +25,41 @@ pub(super) async fn ask(
     ai: &Ai,
     model: &str,
     messages: &[ChatMessage<'_>],
+    options: &RunOptions<'_>,
 ) -> Result<Completion, Failure> {
-    ai.run::<_, Completion>(model, input::for_model(model, messages))
+    run(ai, model, &input::for_model(model, messages), options)
         .await
-        .map_err(|e| failure(model, &e.to_string()))
+        .map_err(|e| failure(model, &e))
+}
+
+/// The binding's answer to `input`, or what went wrong in words.
+async fn run(
+    ai: &Ai,
+    model: &str,
+    input: &Input<'_>,
+    options: &RunOptions<'_>,
+) -> Result<Completion, String> {
+    let input = to_js(input)?;
+    let call = ai_options::run(ai, model, input, options).map_err(thrown)?;
+    let answer = JsFuture::from(call).await.map_err(thrown)?;
+    completion_of(&answer)
+}
+
+fn thrown(e: JsValue) -> String {
+    worker::Error::from(e).to_string()
+}
+
+/// The input as the binding takes it: a plain JavaScript object.
+pub fn to_js(input: &Input<'_>) -> Result<JsValue, String> {
+    let input = serde_json::to_string(input).expect("an input serializes");
+    JSON::parse(&input).map_err(thrown)
+}
+
+/// The binding's answer, read.
+pub fn completion_of(answer: &JsValue) -> Result<Completion, String> {
+    // `undefined` stringifies to nothing, which serde_json then refuses.
+    let answer = JSON::stringify(answer).map_err(thrown)?;
+    serde_json::from_str(&answer.as_string().unwrap_or_default()).map_err(|e| e.to_string())
 }
 
 /// What a thrown error means, in words that say what to do about it.
@@ -40,6 +77,11 @@ fn failure(model: &str, error: &str) -> Failure {
         Some(5035) => format!(
             "the model {model} (AI_MODEL) needs the Workers Paid plan ({error}); upgrade, or set AI_MODEL to a model from {CATALOG}"
         ),
+        Some(3040) => {
+            return Failure::Busy(format!(
+                "Workers AI has no capacity for {model} right now ({error}); try again in a moment"
+            ))
+        }
         _ => format!("Workers AI: {error}"),
     };
     Failure::Error(why)
@@ -64,7 +106,7 @@ mod tests {
     fn why(error: &str) -> String {
         match failure("@cf/x/model", error) {
             Failure::Error(why) => why,
-            Failure::Unusable => panic!("unusable"),
+            Failure::Busy(_) | Failure::Unusable => panic!("not an error"),
         }
     }
 
@@ -92,9 +134,19 @@ mod tests {
         assert!(
             why("AiError: 5035: This model requires a Workers Paid plan.").contains("Workers Paid")
         );
+    }
+
+    #[test]
+    fn no_capacity_is_busy_and_says_so() {
+        let Failure::Busy(why) = failure(
+            "@cf/x/model",
+            "AiError: 3040: Capacity temporarily exceeded, please try again.",
+        ) else {
+            panic!("not busy");
+        };
         assert_eq!(
-            why("AiError: 3040: Capacity temporarily exceeded, please try again."),
-            "Workers AI: AiError: 3040: Capacity temporarily exceeded, please try again."
+            why,
+            "Workers AI has no capacity for @cf/x/model right now (AiError: 3040: Capacity temporarily exceeded, please try again.); try again in a moment"
         );
     }
 

@@ -47,11 +47,16 @@ impl RoomRole {
 /// The role a public route needs.
 pub fn needed(action: Action) -> RoomRole {
     match action {
-        Action::History | Action::Live => RoomRole::Watcher,
+        Action::History | Action::Live | Action::Policy | Action::Approvals => RoomRole::Watcher,
         // The kept archive is the room's files, which a watcher never sees
         // but a writer can read with any command.
-        Action::SendMessage | Action::Exec | Action::KeptArchive => RoomRole::Writer,
-        Action::Cleanup | Action::Invite | Action::Revoke => RoomRole::Owner,
+        Action::SendMessage | Action::Exec | Action::KeptArchive | Action::Decide { .. } => {
+            RoomRole::Writer
+        }
+        // The audit names who did what, over the room's whole life.
+        Action::Cleanup | Action::Invite | Action::Revoke | Action::SetPolicy | Action::Audit => {
+            RoomRole::Owner
+        }
     }
 }
 

@@ -17,6 +17,9 @@ POST /api/rooms/{roomId}/messages, GET /api/rooms/{roomId}/messages, \
 POST /api/rooms/{roomId}/sandbox/exec, GET /api/rooms/{roomId}/sandbox/archive, \
 DELETE /api/rooms/{roomId}, \
 POST /api/rooms/{roomId}/invites, DELETE /api/rooms/{roomId}/invites, \
+GET /api/rooms/{roomId}/policy, PUT /api/rooms/{roomId}/policy, \
+GET /api/rooms/{roomId}/approvals, POST /api/rooms/{roomId}/approvals/{approvalId}, \
+GET /api/rooms/{roomId}/audit, \
 GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
 GET /assets/duet.css, HEAD /assets/duet.css, GET /assets/duet.js, HEAD /assets/duet.js";
 
@@ -47,6 +50,8 @@ pub enum ApiError {
     OpenAccess,
     #[error("the worker's access is not configured: {0}")]
     AccessNotConfigured(String),
+    #[error("the worker is not configured: {0}")]
+    NotConfigured(String),
     #[error("cross-site request refused: the Origin {0} is not this worker's own")]
     CrossSite(String),
     #[error("the request body must be JSON, sent with Content-Type: application/json")]
@@ -63,6 +68,10 @@ pub enum ApiError {
         "this room keeps no archive: one is kept only when a sleeping room's files could not be restored"
     )]
     NoKeptArchive,
+    #[error("no such approval in this room (it may have been forgotten with the room)")]
+    NoSuchApproval,
+    #[error("this command was already {0}")]
+    AlreadyDecided(String),
     #[error("the room was cleaned up while this request was in flight; nothing of it was kept")]
     CleanedUp,
     #[error(
@@ -77,6 +86,8 @@ pub enum ApiError {
     AiUnavailable(String),
     #[error("AI backend failed: {0}")]
     AiFailed(String),
+    #[error("AI backend is busy: {0}")]
+    AiBusy(String),
     #[error("AI backend did not answer within {0} ms")]
     AiTimeout(u64),
     #[error("sandbox unavailable: {0}")]
@@ -112,9 +123,9 @@ impl ApiError {
             | Self::NoSubprotocol => 400,
             Self::Unauthorized | Self::TokenExpired | Self::TokenRevoked | Self::OtherRoom => 401,
             Self::CrossSite(_) | Self::Forbidden { .. } => 403,
-            Self::NotFound | Self::NoKeptArchive => 404,
+            Self::NotFound | Self::NoKeptArchive | Self::NoSuchApproval => 404,
             Self::MethodNotAllowed(_) => 405,
-            Self::CleanedUp | Self::OpenAccess => 409,
+            Self::CleanedUp | Self::OpenAccess | Self::AlreadyDecided(_) => 409,
             Self::NotAWebSocket => 426,
             Self::PayloadTooLarge => 413,
             Self::NotJson => 415,
@@ -123,7 +134,9 @@ impl ApiError {
             Self::AiUnavailable(_)
             | Self::SandboxUnavailable(_)
             | Self::TooManyWatchers(_)
-            | Self::AccessNotConfigured(_) => 503,
+            | Self::AccessNotConfigured(_)
+            | Self::NotConfigured(_)
+            | Self::AiBusy(_) => 503,
             Self::AiTimeout(_) | Self::SandboxTimeout(_) => 504,
         }
     }
@@ -193,10 +206,16 @@ mod tests {
             403
         );
         assert_eq!(ApiError::NotJson.status(), 415);
+        assert_eq!(ApiError::NoSuchApproval.status(), 404);
+        assert_eq!(
+            ApiError::AlreadyDecided("approved by ana".into()).status(),
+            409
+        );
         assert_eq!(ApiError::NoSubprotocol.status(), 400);
         assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
         assert_eq!(ApiError::AiFailed("x".into()).status(), 502);
         assert_eq!(ApiError::AiUnavailable("x".into()).status(), 503);
+        assert_eq!(ApiError::AiBusy("x".into()).status(), 503);
         assert_eq!(ApiError::SandboxTimeout(1).status(), 504);
         assert_eq!(ApiError::MethodNotAllowed("GET").allow(), Some("GET"));
         assert_eq!(ApiError::NotFound.allow(), None);

@@ -78,3 +78,14 @@ pub const MAX_WATCHER_FRAME_BYTES: usize = 1024;
 pub const INVITE_DEFAULT_TTL_SECONDS: u64 = 24 * 3600;
 /// The longest an invite may be made to last: 30 days.
 pub const INVITE_MAX_TTL_SECONDS: u64 = 30 * 24 * 3600;
+/// Rules in each of a room policy's `allow` and `deny` lists.
+pub const MAX_POLICY_RULES: usize = 50;
+/// Longest rule of a room policy, in characters.
+pub const MAX_RULE_CHARS: usize = 200;
+/// Default `DUET_APPROVAL_TIMEOUT_SECONDS`: a command of the agent's that
+/// nobody approves within this is denied.
+pub const APPROVAL_TIMEOUT_SECONDS: u64 = 600;
+/// Entries `GET /audit` answers, newest first.
+pub const AUDIT_ENTRIES: usize = 200;
+/// Characters of a command the audit keeps.
+pub const AUDIT_CMD_CHARS: usize = 500;

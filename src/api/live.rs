@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::access::RoomRole;
 use super::base64url;
-use super::wire::Message;
+use super::policy::Policy;
+use super::wire::{Approval, Message};
 use super::ApiError;
 
 /// The subprotocol every watcher offers, and the one the worker answers.
@@ -93,6 +94,12 @@ pub enum Event<'a> {
         truncated: bool,
         timed_out: bool,
     },
+    /// A command of the agent's waits for a writer's decision.
+    Approval { approval: &'a Approval },
+    /// A waiting command was approved, denied, or expired.
+    Decided { approval: &'a Approval },
+    /// The room's policy changed.
+    Policy { policy: &'a Policy },
     /// Last: the room was deleted or expired, or the watcher's token ended;
     /// the socket is closed next.
     Closed { reason: CloseReason },

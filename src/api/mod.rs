@@ -10,6 +10,7 @@ pub mod error;
 pub mod invite;
 pub mod limits;
 pub mod live;
+pub mod policy;
 pub mod route;
 pub mod token;
 pub mod validate;

@@ -20,6 +20,17 @@ pub enum Action {
     Invite,
     /// Every room token of the room ends.
     Revoke,
+    /// What the room lets its agent run (`api::policy`).
+    Policy,
+    SetPolicy,
+    /// The agent's commands waiting for a writer's decision.
+    Approvals,
+    /// A writer's decision on one of them.
+    Decide {
+        approval: u64,
+    },
+    /// Every command run or refused in the room, and by whom.
+    Audit,
 }
 
 /// The web page's parts.
@@ -41,7 +52,10 @@ pub enum Route {
 impl Action {
     /// Whether the request carries a JSON body worth reading.
     pub fn has_body(self) -> bool {
-        matches!(self, Self::SendMessage | Self::Exec | Self::Invite)
+        matches!(
+            self,
+            Self::SendMessage | Self::Exec | Self::Invite | Self::SetPolicy | Self::Decide { .. }
+        )
     }
 
     /// Whether a browser may ask it only from the worker's own origin (see
@@ -56,6 +70,8 @@ impl Action {
                 | Self::Live
                 | Self::Invite
                 | Self::Revoke
+                | Self::SetPolicy
+                | Self::Decide { .. }
         )
     }
 
@@ -70,6 +86,11 @@ impl Action {
             Self::Live => "live",
             Self::Invite => "invite",
             Self::Revoke => "revoke",
+            Self::Policy => "policy",
+            Self::SetPolicy => "set-policy",
+            Self::Approvals => "approvals",
+            Self::Decide { .. } => "decide",
+            Self::Audit => "audit",
         }
     }
 }
@@ -136,7 +157,22 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("invites", "POST") => Action::Invite,
         ("invites", "DELETE") => Action::Revoke,
         ("invites", _) => return Err(ApiError::MethodNotAllowed("POST, DELETE")),
-        _ => return Err(ApiError::NotFound),
+        ("policy", "GET") => Action::Policy,
+        ("policy", "PUT") => Action::SetPolicy,
+        ("policy", _) => return Err(ApiError::MethodNotAllowed("GET, PUT")),
+        ("approvals", "GET") => Action::Approvals,
+        ("approvals", _) => return Err(ApiError::MethodNotAllowed("GET")),
+        ("audit", "GET") => Action::Audit,
+        ("audit", _) => return Err(ApiError::MethodNotAllowed("GET")),
+        (tail, method) => match tail.strip_prefix("approvals/") {
+            Some(id) => {
+                allow(method, &["POST"], "POST")?;
+                Action::Decide {
+                    approval: approval_id(id)?,
+                }
+            }
+            None => return Err(ApiError::NotFound),
+        },
     };
     Ok(Route::Room {
         room: room_id(raw_room)?,
@@ -149,6 +185,16 @@ fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), Api
         Ok(())
     } else {
         Err(ApiError::MethodNotAllowed(header))
+    }
+}
+
+/// An approval's id from its path segment: a positive integer, or the
+/// approval does not exist.
+fn approval_id(segment: &str) -> Result<u64, ApiError> {
+    let digits = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+    match segment.parse::<u64>() {
+        Ok(id) if digits && id > 0 => Ok(id),
+        _ => Err(ApiError::NoSuchApproval),
     }
 }
 
@@ -266,6 +312,34 @@ mod tests {
             room("DELETE", &format!("/api/rooms/{id}/invites")),
             (id.into(), Action::Revoke)
         );
+        for (method, tail, action) in [
+            ("GET", "policy", Action::Policy),
+            ("PUT", "policy", Action::SetPolicy),
+            ("GET", "approvals", Action::Approvals),
+            ("POST", "approvals/17", Action::Decide { approval: 17 }),
+            ("GET", "audit", Action::Audit),
+        ] {
+            assert_eq!(
+                room(method, &format!("/api/rooms/{id}/{tail}")),
+                (id.into(), action)
+            );
+        }
+    }
+
+    #[test]
+    fn an_approval_id_is_a_positive_integer() {
+        for tail in [
+            "approvals/0",
+            "approvals/x",
+            "approvals/-1",
+            "approvals/+1",
+            "approvals/",
+            "approvals/1/2",
+        ] {
+            let e = parse("POST", &format!("/api/rooms/r/{tail}")).unwrap_err();
+            assert!(matches!(e, ApiError::NoSuchApproval), "{tail}");
+        }
+        assert_eq!(status("GET", "/api/rooms/r/approvals/1"), 405);
     }
 
     #[test]
@@ -330,6 +404,9 @@ mod tests {
             ("PUT", "/api/rooms/r/sandbox/archive", "GET"),
             ("GET", "/api/rooms/r", "DELETE"),
             ("GET", "/api/rooms/r/invites", "POST, DELETE"),
+            ("POST", "/api/rooms/r/policy", "GET, PUT"),
+            ("POST", "/api/rooms/r/approvals", "GET"),
+            ("DELETE", "/api/rooms/r/audit", "GET"),
         ];
         for (method, path, allowed) in cases {
             let e = parse(method, path).unwrap_err();

@@ -43,7 +43,9 @@ impl Claims {
 
     /// The claims of a payload; `None` if it is not one.
     pub fn from_payload(payload: &str) -> Option<Self> {
-        serde_json::from_slice(&base64url::decode(payload)?).ok()
+        // From text, as every JSON the worker reads (see `api::validate`).
+        let json = String::from_utf8(base64url::decode(payload)?).ok()?;
+        serde_json::from_str(&json).ok()
     }
 
     pub fn expired(&self, now_ms: u64) -> bool {

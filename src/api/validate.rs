@@ -9,8 +9,10 @@ use super::error::{ApiError, FieldErrors};
 use super::invite::InviteRequest;
 use super::limits::{
     EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, INVITE_DEFAULT_TTL_SECONDS,
-    INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
+    INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_POLICY_RULES, MAX_RULE_CHARS, MAX_TEXT_CHARS,
+    MAX_USER_ID_CHARS,
 };
+use super::policy::{AgentCommands, Policy};
 use super::wire::MessageRequest;
 use crate::text::without_controls;
 
@@ -65,6 +67,86 @@ pub fn invite_request(body: &[u8]) -> Result<InviteRequest, ApiError> {
     }
 }
 
+/// A `PUT /policy` body, `{"agentCommands"?, "allow"?, "deny"?}`, applied
+/// to `current`: what it leaves out stays as it was.
+pub fn policy_update(body: &[u8], current: &Policy) -> Result<Policy, ApiError> {
+    let object = json_object(body)?;
+    let mut errors = FieldErrors::new();
+    let mut policy = current.clone();
+    match object.get("agentCommands") {
+        None => {}
+        Some(Value::String(mode)) if AgentCommands::parse(mode).is_some() => {
+            policy.agent_commands = AgentCommands::parse(mode).expect("just parsed");
+        }
+        Some(_) => {
+            let why = "must be one of auto, ask, off";
+            errors.entry("agentCommands").or_default().push(why.into());
+        }
+    }
+    for (field, rules) in [("allow", &mut policy.allow), ("deny", &mut policy.deny)] {
+        if let Some(value) = object.get(field) {
+            match policy_rules(value) {
+                Ok(given) => *rules = given,
+                Err(why) => errors.entry(field).or_default().push(why),
+            }
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(policy),
+        false => Err(ApiError::Invalid(errors)),
+    }
+}
+
+/// A list of rules: at most [`MAX_POLICY_RULES`] strings, each of 1 to
+/// [`MAX_RULE_CHARS`] characters once trimmed, without control characters.
+fn policy_rules(value: &Value) -> Result<Vec<String>, String> {
+    let shape = format!(
+        "must be an array of at most {MAX_POLICY_RULES} strings of 1 to {MAX_RULE_CHARS} \
+         characters without control characters"
+    );
+    let Value::Array(items) = value else {
+        return Err(shape);
+    };
+    if items.len() > MAX_POLICY_RULES {
+        return Err(shape);
+    }
+    items
+        .iter()
+        .map(|item| match item.as_str().map(str::trim) {
+            Some(rule)
+                if !rule.is_empty()
+                    && rule.chars().count() <= MAX_RULE_CHARS
+                    && !rule.contains(char::is_control) =>
+            {
+                Ok(rule.to_owned())
+            }
+            _ => Err(shape.clone()),
+        })
+        .collect()
+}
+
+/// `{"decision": "approve"|"deny", "userId"?: string}`: whether a command
+/// of the agent's runs, and who says so.
+pub fn decision_request(body: &[u8]) -> Result<(bool, Option<String>), ApiError> {
+    let object = json_object(body)?;
+    let mut errors = FieldErrors::new();
+    let approve = match required_string(&object, "decision", &mut errors) {
+        Some("approve") => Some(true),
+        Some("deny") => Some(false),
+        Some(_) => {
+            let why = "must be approve or deny";
+            errors.entry("decision").or_default().push(why.into());
+            None
+        }
+        None => None,
+    };
+    let user_id = optional_name(&object, "userId", &mut errors);
+    match approve {
+        Some(approve) if errors.is_empty() => Ok((approve, user_id)),
+        _ => Err(ApiError::Invalid(errors)),
+    }
+}
+
 /// An optional name of someone (`userId`, an invite's `name`): chat text of
 /// 1 to [`MAX_USER_ID_CHARS`] characters; null or absent is none.
 fn optional_name(
@@ -99,8 +181,22 @@ fn chat_text(text: &str) -> String {
     without_controls(text).trim().to_owned()
 }
 
-/// `{"cmd": string, "timeoutMs"?: integer}`; `cmd` must not be blank.
-pub fn exec_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
+/// A validated exec body, with who is behind the command, for the audit.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Exec {
+    pub request: ExecRequest,
+    /// Who asked: the `userId` given.
+    pub user_id: Option<String>,
+    /// Who let it run (`decidedBy`) and by what rule (`rule`): what the
+    /// DuetAgent says of a command of the agent's; a public exec's are
+    /// ignored.
+    pub decided_by: Option<String>,
+    pub rule: Option<String>,
+}
+
+/// `{"cmd": string, "timeoutMs"?: integer, "userId"?: string}`; `cmd` must
+/// not be blank.
+pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
     let object = json_object(body)?;
     let mut errors = FieldErrors::new();
     let cmd = required_string(&object, "cmd", &mut errors);
@@ -114,10 +210,19 @@ pub fn exec_request(body: &[u8]) -> Result<ExecRequest, ApiError> {
         EXEC_MAX_TIMEOUT_MS,
         &mut errors,
     );
+    let user_id = optional_name(&object, "userId", &mut errors);
+    // Only the DuetAgent's are read (`room::calls`), so they are not checked.
+    let said = |field| object.get(field).and_then(Value::as_str).map(str::to_owned);
+    let (decided_by, rule) = (said("decidedBy"), said("rule"));
     match (cmd, timeout_ms) {
-        (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(ExecRequest {
-            cmd: cmd.to_owned(),
-            timeout_ms,
+        (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(Exec {
+            request: ExecRequest {
+                cmd: cmd.to_owned(),
+                timeout_ms,
+            },
+            user_id,
+            decided_by,
+            rule,
         }),
         _ => Err(ApiError::Invalid(errors)),
     }
@@ -158,8 +263,11 @@ fn optional_integer(
     }
 }
 
+/// Parsed from text, as every JSON the worker reads is: one reader type
+/// means one copy of serde_json's parser in the upload.
 fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::from_slice(body) {
+    let text = std::str::from_utf8(body).map_err(|e| ApiError::BadJson(e.to_string()))?;
+    match serde_json::from_str(text) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(ApiError::NotAnObject),
         Err(e) => Err(ApiError::BadJson(e.to_string())),
@@ -273,6 +381,10 @@ mod tests {
             exec_request(b"\"echo\""),
             Err(ApiError::NotAnObject)
         ));
+        assert!(matches!(
+            message_request(b"{\"text\": \"\xff\"}"),
+            Err(ApiError::BadJson(_))
+        ));
     }
 
     #[test]
@@ -318,16 +430,28 @@ mod tests {
         let e = exec_request(br#"{"cmd": "echo hi"}"#).unwrap();
         assert_eq!(
             e,
-            ExecRequest {
-                cmd: "echo hi".into(),
-                timeout_ms: EXEC_DEFAULT_TIMEOUT_MS
+            Exec {
+                request: ExecRequest {
+                    cmd: "echo hi".into(),
+                    timeout_ms: EXEC_DEFAULT_TIMEOUT_MS
+                },
+                user_id: None,
+                decided_by: None,
+                rule: None,
             }
         );
+        let e = exec_request(
+            br#"{"cmd": "true", "timeoutMs": 50, "userId": "ana", "decidedBy": "bo", "rule": "ls"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.request.timeout_ms, 50);
         assert_eq!(
-            exec_request(br#"{"cmd": "true", "timeoutMs": 50}"#)
-                .unwrap()
-                .timeout_ms,
-            50
+            (
+                e.user_id.as_deref(),
+                e.decided_by.as_deref(),
+                e.rule.as_deref()
+            ),
+            (Some("ana"), Some("bo"), Some("ls"))
         );
         assert_eq!(
             details(exec_request(br#"{"cmd": ""}"#).unwrap_err())["cmd"][0],
@@ -347,6 +471,71 @@ mod tests {
                 details(exec_request(body.as_bytes()).unwrap_err())["timeoutMs"].is_array(),
                 "{bad}"
             );
+        }
+    }
+
+    #[test]
+    fn policy_updates_change_only_what_they_name() {
+        let current = Policy::new(AgentCommands::Auto);
+        let p = policy_update(
+            br#"{"agentCommands": "ask", "deny": [" rm -rf "]}"#,
+            &current,
+        )
+        .unwrap();
+        assert_eq!(p.agent_commands, AgentCommands::Ask);
+        assert_eq!(
+            (p.allow.len(), p.deny.as_slice()),
+            (0, &["rm -rf".to_string()][..])
+        );
+        let same = policy_update(b"{}", &p).unwrap();
+        assert_eq!(same, p);
+        let cleared = policy_update(br#"{"deny": []}"#, &p).unwrap();
+        assert!(cleared.deny.is_empty() && cleared.agent_commands == AgentCommands::Ask);
+    }
+
+    #[test]
+    fn bad_policies_name_every_field() {
+        let current = Policy::new(AgentCommands::Auto);
+        let long = format!(r#"{{"allow": ["{}"]}}"#, "x".repeat(MAX_RULE_CHARS + 1));
+        let many = format!(
+            r#"{{"deny": [{}]}}"#,
+            vec![r#""ls""#; MAX_POLICY_RULES + 1].join(",")
+        );
+        for body in [
+            r#"{"agentCommands": "sometimes"}"#,
+            r#"{"agentCommands": null}"#,
+            r#"{"allow": "ls"}"#,
+            r#"{"allow": [""]}"#,
+            r#"{"allow": [" "]}"#,
+            r#"{"allow": [5]}"#,
+            r#"{"deny": ["rm\u0007"]}"#,
+            &long,
+            &many,
+        ] {
+            let e = policy_update(body.as_bytes(), &current).unwrap_err();
+            assert!(matches!(e, ApiError::Invalid(_)), "{body}");
+        }
+        let both =
+            details(policy_update(br#"{"agentCommands": 1, "deny": {}}"#, &current).unwrap_err());
+        assert!(both["agentCommands"].is_array() && both["deny"].is_array());
+        assert!(matches!(
+            policy_update(b"[]", &current),
+            Err(ApiError::NotAnObject)
+        ));
+    }
+
+    #[test]
+    fn decisions() {
+        assert_eq!(
+            decision_request(br#"{"decision": "approve"}"#).unwrap(),
+            (true, None)
+        );
+        assert_eq!(
+            decision_request(br#"{"decision": "deny", "userId": "bo"}"#).unwrap(),
+            (false, Some("bo".into()))
+        );
+        for body in [r#"{}"#, r#"{"decision": "yes"}"#, r#"{"decision": true}"#] {
+            assert!(details(decision_request(body.as_bytes()).unwrap_err())["decision"].is_array());
         }
     }
 }

@@ -33,6 +33,99 @@ pub struct MessageRequest {
 pub struct MessageResponse<'a> {
     pub reply: &'a str,
     pub messages: &'a [Message],
+    /// The agent's commands that wait for a writer (`api::policy`'s `ask`).
+    #[serde(skip_serializing_if = "<[Approval]>::is_empty")]
+    pub approvals: &'a [Approval],
+}
+
+/// What became of a command of the agent's that waited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Approved,
+    Denied,
+    /// Nobody decided in time: it did not run.
+    Expired,
+}
+
+impl Decision {
+    const ALL: [Self; 3] = [Self::Approved, Self::Denied, Self::Expired];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|decision| decision.name() == name)
+    }
+}
+
+/// A command of the agent's put to the room: waiting while `decision` is
+/// none. `askedBy` is who sent the message that led the agent to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    pub id: u64,
+    pub command: String,
+    pub asked_by: Option<String>,
+    pub asked_at: u64,
+    pub expires_at: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// Who decided: a writer's name, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    /// The allow or deny rule that decided it before anyone was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<u64>,
+}
+
+/// `GET .../approvals`.
+#[derive(Debug, Serialize)]
+pub struct ApprovalsResponse<'a> {
+    pub approvals: &'a [Approval],
+}
+
+/// `POST .../approvals/{id}`: the approval as decided.
+#[derive(Debug, Serialize)]
+pub struct DecisionResponse<'a> {
+    pub approval: &'a Approval,
+}
+
+/// What the audit says of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditOutcome {
+    /// The sandbox ran it (whatever its exit code).
+    Ran,
+    /// It was not run: a rule, the policy, a writer or the clock said no.
+    Refused,
+    /// It was let through, but the sandbox could not run it.
+    Failed,
+}
+
+/// One command of the room's audit (`GET .../audit`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub at: u64,
+    pub command: String,
+    pub source: crate::api::live::Source,
+    pub asked_by: Option<String>,
+    pub outcome: AuditOutcome,
+    pub decided_by: Option<String>,
+    pub rule: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    pub timed_out: bool,
 }
 
 /// `GET .../messages`: borrowed when written, owned when read.

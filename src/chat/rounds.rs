@@ -19,7 +19,7 @@
 use crate::api::limits::{
     MAX_COMMANDS_PER_MESSAGE, MAX_MODEL_CALLS, MAX_TEXT_CHARS, MODEL_OUTPUT_CHARS,
 };
-use crate::chat::run_tags::{answer_text, Outcome};
+use crate::chat::run_tags::{answer_text, quoted, Outcome};
 use crate::text::first_chars;
 
 /// How a results turn begins, so the model can tell it from a person.
@@ -53,6 +53,12 @@ pub enum Stop {
     Budget,
     /// A later model call failed; why.
     ModelFailed(String),
+    /// The last answer's commands wait for a writer's decision (the room's
+    /// policy asks): their approvals' ids and commands. The exchange goes
+    /// on once they are decided.
+    Waiting(Vec<(u64, String)>),
+    /// The room lets the agent run no commands.
+    Off,
 }
 
 impl Stop {
@@ -70,6 +76,14 @@ impl Stop {
                 "[Stopped: not enough of this message's time was left for the model to go on]".into()
             }
             Stop::ModelFailed(why) => format!("[The model could not continue: {why}]"),
+            Stop::Waiting(commands) => {
+                let listed: Vec<String> = commands
+                    .iter()
+                    .map(|(id, cmd)| format!("#{id} `{}`", quoted(cmd)))
+                    .collect();
+                format!("[Waiting for a writer's approval: {}]", listed.join(", "))
+            }
+            Stop::Off => "[Not run: this room lets the agent run no commands]".into(),
         })
     }
 }
@@ -248,6 +262,11 @@ mod tests {
                 Stop::ModelFailed("it timed out".into()),
                 "could not continue: it timed out",
             ),
+            (
+                Stop::Waiting(vec![(3, "ls".into()), (4, "make all".into())]),
+                "Waiting for a writer's approval: #3 `ls`, #4 `make all`]",
+            ),
+            (Stop::Off, "run no commands"),
         ] {
             let text = reply(&rounds, &stop);
             assert!(

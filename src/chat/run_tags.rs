@@ -115,7 +115,7 @@ pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> St
 }
 
 /// A command as its block's header quotes it.
-fn quoted(cmd: &str) -> Cow<'_, str> {
+pub fn quoted(cmd: &str) -> Cow<'_, str> {
     let shown = first_chars(cmd, QUOTED_CMD_CHARS);
     match shown.len() < cmd.len() {
         true => Cow::Owned(format!("{shown}…")),

@@ -19,7 +19,7 @@ use worker::{web_sys, Env, SqlStorage, SqlStorageValue};
 use crate::api::access::{self, Mode};
 use crate::api::token::{self, Claims, Known};
 use crate::api::{auth, live, ApiError};
-use crate::runtime::config;
+use crate::runtime::{config, sql};
 
 /// The token `req` presents: its `Authorization: Bearer` token, else the one
 /// its WebSocket subprotocols carry (browsers cannot set headers on a
@@ -113,15 +113,11 @@ impl Generation {
         if let Some(current) = &*self.cache.borrow() {
             return Ok(current.clone());
         }
-        #[derive(serde::Deserialize)]
-        struct Row {
-            generation: String,
-        }
-        let rows: Vec<Row> = self
-            .sql
-            .exec("SELECT generation FROM access WHERE id = 1", None)?
-            .to_array()?;
-        let current = rows.into_iter().next().map(|row| row.generation);
+        let generation = sql::value(
+            self.sql
+                .exec("SELECT generation FROM access WHERE id = 1", None)?,
+        )?;
+        let current = generation.as_ref().and_then(sql::text);
         *self.cache.borrow_mut() = Some(current.clone());
         Ok(current)
     }

@@ -8,13 +8,35 @@
 //! sandbox behind the DuetAgent's back.
 
 use duet_wire::{ExecRequest, ExecResult};
+use serde::Serialize;
 use worker::{Env, Method, Stub};
 
 use crate::api::live::Event;
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{sandbox_name, ExecResponse, HistoryResponse, Message};
+use crate::api::wire::{sandbox_name, AuditEntry, ExecResponse, HistoryResponse, Message};
 use crate::api::ApiError;
 use crate::runtime::{bindings, internal};
+
+/// Who let a command of the agent's run, for the audit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Consent {
+    /// The writer who approved it.
+    pub decided_by: Option<String>,
+    /// The allow rule that spared the question.
+    pub rule: Option<String>,
+}
+
+/// A [`Call::AgentExec`]'s body: an exec request (`api::validate` reads
+/// it) with the `userId` of whoever sent the message and the [`Consent`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AgentExecBody<'a> {
+    cmd: &'a str,
+    timeout_ms: u64,
+    user_id: Option<&'a str>,
+    decided_by: Option<&'a str>,
+    rule: Option<&'a str>,
+}
 
 /// A call from one of a room's objects to the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +45,9 @@ pub enum Call {
     AgentExec,
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
+    /// DuetAgent → Sandbox: a command of the agent's that did not run, for
+    /// the room's audit (the Sandbox object records those that do).
+    Audit,
     /// DuetAgent → Sandbox: the room's history expired; the feed closes,
     /// and the room's tokens end.
     HistoryExpired,
@@ -38,9 +63,10 @@ pub enum Call {
 }
 
 /// Each call's path tail and method; a path is `/internal/rooms/{room}/{tail}`.
-const CALLS: [(Call, &str, &str); 7] = [
+const CALLS: [(Call, &str, &str); 8] = [
     (Call::AgentExec, "exec", "POST"),
     (Call::Publish, "publish", "POST"),
+    (Call::Audit, "audit", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
     (Call::Generation, "generation", "PUT"),
     (Call::Destroy, "destroy", "POST"),
@@ -103,12 +129,18 @@ pub fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
 /// DuetAgent everything else.
 pub fn serving(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
     Ok(match action {
-        Action::Exec | Action::KeptArchive | Action::Live => sandbox_stub(env, room)?,
+        Action::Exec | Action::KeptArchive | Action::Live | Action::Audit => {
+            sandbox_stub(env, room)?
+        }
         Action::SendMessage
         | Action::History
         | Action::Cleanup
         | Action::Invite
-        | Action::Revoke => agent_stub(env, room)?,
+        | Action::Revoke
+        | Action::Policy
+        | Action::SetPolicy
+        | Action::Approvals
+        | Action::Decide { .. } => agent_stub(env, room)?,
     })
 }
 
@@ -183,15 +215,34 @@ impl SandboxObject {
         })
     }
 
-    /// Runs a command of the agent's; answers its result, or why the
-    /// sandbox could not run it.
-    pub async fn agent_exec(&self, request: &ExecRequest) -> Result<ExecResult, String> {
-        let body = serde_json::to_vec(request).expect("an exec request serializes");
+    /// Runs a command of the agent's, asked for in `asked_by`'s message;
+    /// answers its result, or why the sandbox could not run it.
+    pub async fn agent_exec(
+        &self,
+        request: &ExecRequest,
+        asked_by: Option<&str>,
+        consent: &Consent,
+    ) -> Result<ExecResult, String> {
+        let body = serde_json::to_vec(&AgentExecBody {
+            cmd: &request.cmd,
+            timeout_ms: request.timeout_ms,
+            user_id: asked_by,
+            decided_by: consent.decided_by.as_deref(),
+            rule: consent.rule.as_deref(),
+        })
+        .expect("an exec request serializes");
         let mut response = send(&self.stub, &self.room, Call::AgentExec, Some(&body)).await?;
         match response.json::<ExecResponse<ExecResult>>().await {
             Ok(ExecResponse { result, .. }) => Ok(result),
             Err(e) => Err(format!("unexpected sandbox answer: {e}")),
         }
+    }
+
+    /// Records a command of the agent's that did not run; lost if the
+    /// Sandbox object cannot be reached.
+    pub async fn audit(&self, entry: &AuditEntry) {
+        let body = serde_json::to_vec(entry).expect("an audit entry serializes");
+        let _ = send(&self.stub, &self.room, Call::Audit, Some(&body)).await;
     }
 
     /// Ends the room's shell and removes its files.

@@ -136,11 +136,11 @@ impl RoomClock {
     pub async fn alarm_once(
         &self,
         storage: &Storage,
-        at: impl FnOnce() -> u64,
+        at: impl FnOnce() -> worker::Result<u64>,
     ) -> worker::Result<()> {
         match self.alarm_set.get() {
             true => Ok(()),
-            false => self.alarm_at(storage, at()).await,
+            false => self.alarm_at(storage, at()?).await,
         }
     }
 

@@ -1,11 +1,14 @@
 //! The Worker's bindings, looked up by name. `Env`'s own getters also check
 //! a binding's class by its constructor's name, three more calls into
 //! JavaScript on every request; a binding's kind is fixed by `wrangler.toml`,
-//! so only its presence is checked here.
+//! so only its presence is checked here. Workers AI comes as the runtime's
+//! own object: workers-rs's `Ai::run` converts input and answer with
+//! serde_wasm_bindgen, which `ai::workers_ai` does without.
 
 use worker::js_sys::Reflect;
 use worker::wasm_bindgen::{JsCast, JsValue};
-use worker::{Ai, Env, Error, ObjectNamespace};
+use worker::worker_sys::{Ai, Fetcher};
+use worker::{Env, Error, ObjectNamespace};
 
 fn binding<T: JsCast>(env: &Env, name: &str) -> worker::Result<T> {
     let value = Reflect::get(env, &JsValue::from_str(name))?;
@@ -22,5 +25,10 @@ pub fn durable_objects(env: &Env, name: &str) -> worker::Result<ObjectNamespace>
 
 /// Workers AI.
 pub fn ai(env: &Env, name: &str) -> worker::Result<Ai> {
+    binding(env, name)
+}
+
+/// A service (here: the asset store).
+pub fn fetcher(env: &Env, name: &str) -> worker::Result<Fetcher> {
     binding(env, name)
 }

@@ -1,8 +1,10 @@
 //! Thin glue between the pure API modules and the Workers runtime: bounded
-//! waits, bindings, the container methods workers-rs lacks, how futures are
+//! waits, bindings, the AI binding's options, the container methods workers-rs lacks, how futures are
 //! woken, the clock, bounded body reads, requests sent, JSON responses,
-//! request logs, settings, fresh ids, the key room tokens are signed with.
+//! request logs, settings, fresh ids, the key room tokens are signed with,
+//! SQLite rows read.
 
+pub mod ai_options;
 pub mod bindings;
 pub mod body;
 pub mod clock;
@@ -15,4 +17,5 @@ pub mod outgoing;
 pub mod random;
 pub mod respond;
 pub mod signing;
+pub mod sql;
 pub mod timeout;

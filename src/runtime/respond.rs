@@ -24,8 +24,17 @@ impl From<JsValue> for ApiError {
     }
 }
 
+/// A JSON response. Only the serialising is generic: the rest, once per
+/// body type, would be a copy in the upload for each.
 pub fn json<T: Serialize>(status: u16, body: &T) -> Result<Response> {
-    Ok(Response::from_json(body)?.with_status(status))
+    json_text(status, serde_json::to_string(body)?)
+}
+
+fn json_text(status: u16, body: String) -> Result<Response> {
+    Ok(Response::builder()
+        .with_status(status)
+        .with_header("content-type", "application/json")?
+        .fixed(body.into_bytes()))
 }
 
 pub fn error(e: &ApiError) -> Response {

@@ -38,21 +38,23 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use duet_wire::{ExecRequest, ExecResult};
+use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Delay, Env, Response, State, WebSocket};
 
+use super::audit::Audit;
 use super::deadline::{command_limit, exec_deadline};
 use super::feed::Feed;
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
 use crate::api::access::{Mode, RoomRole};
-use crate::api::limits::{RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES};
+use crate::api::limits::{AUDIT_CMD_CHARS, RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
 use crate::api::token::Claims;
-use crate::api::wire::{sandbox_name, ExecResponse};
+use crate::api::wire::{sandbox_name, AuditEntry, AuditOutcome, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::room::access::{self, Generation};
 use crate::room::calls::AgentObject;
@@ -60,6 +62,7 @@ use crate::room::clock::{Due, RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
 use crate::runtime::log::{self, ObjectFailure};
 use crate::runtime::{body, clock, config, respond};
+use crate::text::first_chars;
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
@@ -82,6 +85,7 @@ pub struct Sandbox {
     waking: Cell<bool>,
     feed: Feed,
     generation: Generation,
+    audit: Audit,
 }
 
 /// Sets a flag for as long as it lives, however the work it guards ends.
@@ -119,8 +123,10 @@ impl Sandbox {
         let saved = Saved::open(state.storage().sql()).expect("the sandbox tables can be created");
         let generation =
             Generation::open(state.storage().sql()).expect("the access table can be created");
+        let audit = Audit::open(state.storage().sql()).expect("the audit table can be created");
         Self {
             generation,
+            audit,
             state,
             saved,
             container: Rc::default(),
@@ -225,7 +231,14 @@ impl Sandbox {
                     Asked::Call(Call::AgentExec) => Source::Agent,
                     _ => Source::Exec,
                 };
-                let request = validate::exec_request(&body::read(req).await?)?;
+                let exec = validate::exec_request(&body::read(req).await?)?;
+                let request = exec.request;
+                let (decided_by, rule) = match source {
+                    Source::Agent => (exec.decided_by, exec.rule),
+                    Source::Exec => (None, None),
+                };
+                let asked_by = exec.user_id.or_else(|| claims.and_then(|c| c.name));
+                let command = first_chars(&request.cmd, AUDIT_CMD_CHARS).to_owned();
                 self.touch(&room, arrived).await?;
                 let watched = self.feed.watchers(&self.state) > 0;
                 let feed_id =
@@ -237,6 +250,25 @@ impl Sandbox {
                     self.feed
                         .command_ended(&self.state, id, result.as_ref().map(|raw| raw.get()));
                 }
+                let ended: Option<ExecResult> = match &result {
+                    Ok(raw) => serde_json::from_str(raw.get()).ok(),
+                    Err(_) => None,
+                };
+                self.audit.record(&AuditEntry {
+                    at: arrived,
+                    command,
+                    source,
+                    asked_by,
+                    outcome: match result {
+                        Ok(_) => AuditOutcome::Ran,
+                        Err(_) => AuditOutcome::Failed,
+                    },
+                    decided_by,
+                    rule,
+                    exit_code: ended.as_ref().map(|ended| ended.exit_code),
+                    duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
+                    timed_out: ended.is_some_and(|ended| ended.timed_out),
+                })?;
                 let result = result?;
                 Ok(respond::json(
                     200,
@@ -252,6 +284,7 @@ impl Sandbox {
                 self.clock.forget();
                 self.sandboxd()?.destroy(&name).await?;
                 self.saved.forget()?;
+                self.audit.forget()?;
                 self.state.storage().delete_alarm().await?;
                 Ok(respond::json(
                     200,
@@ -259,6 +292,17 @@ impl Sandbox {
                 )?)
             }
             Asked::Public(Action::KeptArchive) => self.kept_archive(&room),
+            Asked::Public(Action::Audit) => {
+                let entries = RawValue::from_string(self.audit.to_json()?)
+                    .map_err(|e| ApiError::Internal(e.to_string()))?;
+                Ok(respond::json(200, &entries)?)
+            }
+            Asked::Call(Call::Audit) => {
+                let entry = String::from_utf8(body::read(req).await?)
+                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
+                self.audit.record_json(entry)?;
+                Ok(Response::empty()?)
+            }
             Asked::Public(Action::Live) => self.join(&req, &room, claims.as_ref()).await,
             Asked::Call(Call::Publish) => {
                 let event = String::from_utf8(body::read(req).await?)
@@ -284,7 +328,11 @@ impl Sandbox {
                 | Action::History
                 | Action::Cleanup
                 | Action::Invite
-                | Action::Revoke,
+                | Action::Revoke
+                | Action::Policy
+                | Action::SetPolicy
+                | Action::Approvals
+                | Action::Decide { .. },
             )
             | Asked::Call(Call::History | Call::Watching) => Err(ApiError::NotFound),
         }
@@ -296,7 +344,7 @@ impl Sandbox {
     ///
     /// The upgrade is checked here, after the token's generation: the page
     /// asks the feed's URL without one to learn why a socket was refused
-    /// (see `web/duet.js`), and a revoked token must answer 401 there too.
+    /// (see `web/page/duet.js`), and a revoked token must answer 401 there too.
     async fn join(
         &self,
         req: &web_sys::Request,
@@ -468,7 +516,7 @@ impl Sandbox {
         let due = self.clock.use_due(now, self.timing.idle_ms);
         self.saved.touch(room, now, due)?;
         let asleep = self.asleep()?;
-        let at = || self.timing.next_alarm(now, asleep);
+        let at = || Ok(self.timing.next_alarm(now, asleep));
         Ok(self.clock.alarm_once(&self.state.storage(), at).await?)
     }
 
@@ -554,6 +602,7 @@ impl Sandbox {
             self.sandboxd()?.destroy(&sandbox_name(room)).await?;
         }
         self.saved.forget()?;
+        self.audit.forget()?;
         log::lifecycle("expire", "Sandbox", room, started, None, None);
         Ok(())
     }

@@ -19,6 +19,8 @@ use std::cell::RefCell;
 
 use worker::{js_sys, web_sys, SqlStorage, SqlStorageValue};
 
+use crate::runtime::sql::{self, number, text};
+
 /// Bytes per stored chunk of an archive.
 pub const CHUNK_BYTES: usize = 1024 * 1024;
 
@@ -90,23 +92,17 @@ impl Saved {
     }
 
     fn stored_state(&self) -> worker::Result<Option<RoomState>> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            name: String,
-            last_used: i64,
-            asleep: i64,
-        }
-        let rows: Vec<Row> = self
-            .sql
-            .exec(
-                "SELECT name, last_used, asleep FROM room WHERE id = 1",
-                None,
-            )?
-            .to_array()?;
-        Ok(rows.into_iter().next().map(|row| RoomState {
-            room: row.name,
-            last_used: row.last_used.max(0) as u64,
-            asleep: row.asleep != 0,
+        let row = sql::first(self.sql.exec(
+            "SELECT name, last_used, asleep FROM room WHERE id = 1",
+            None,
+        )?)?;
+        let Some([name, last_used, asleep]) = row.as_deref() else {
+            return Ok(None);
+        };
+        Ok(text(name).map(|room| RoomState {
+            room,
+            last_used: number(last_used).unwrap_or(0),
+            asleep: number(asleep).is_some_and(|n| n != 0),
         }))
     }
 
@@ -182,18 +178,11 @@ impl Saved {
 
     /// Bytes of an archive stored (0 when there is none).
     pub fn archive_bytes(&self, archive: Archive) -> worker::Result<u64> {
-        #[derive(serde::Deserialize)]
-        struct Row {
-            bytes: Option<i64>,
-        }
-        let row: Row = self
-            .sql
-            .exec(
-                &format!("SELECT SUM(LENGTH(bytes)) AS bytes FROM {}", archive.name()),
-                None,
-            )?
-            .one()?;
-        Ok(row.bytes.unwrap_or(0).max(0) as u64)
+        let bytes = sql::value(self.sql.exec(
+            &format!("SELECT SUM(LENGTH(bytes)) FROM {}", archive.name()),
+            None,
+        )?)?;
+        Ok(bytes.as_ref().and_then(number).unwrap_or(0))
     }
 
     pub fn clear_archive(&self) -> worker::Result<()> {

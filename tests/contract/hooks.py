@@ -7,7 +7,8 @@ not the 20 s default. Only values that are already valid are touched, so
 negative cases stay negative.
 
 Failures are dropped only where the description cannot say what the worker
-does: the lengths of text, userId and an invite's name count after trimming.
+does: the lengths of text, userId, an invite's name and a policy's rules
+count after trimming.
 """
 
 import os
@@ -25,6 +26,11 @@ MAX_TIMEOUT_MS = _SCHEMAS["ExecRequest"]["properties"]["timeoutMs"]["maximum"]
 MAX_TEXT = _SCHEMAS["MessageRequest"]["properties"]["text"]["maxLength"]
 MAX_USER_ID = _SCHEMAS["MessageRequest"]["properties"]["userId"]["maxLength"]
 MAX_NAME = _SCHEMAS["InviteRequest"]["properties"]["name"]["maxLength"]
+MAX_CMD = _SCHEMAS["ExecRequest"]["properties"]["cmd"]["maxLength"]
+MAX_RULE = _SCHEMAS["Rule"]["maxLength"]
+MAX_RULES = _SCHEMAS["RuleList"]["maxItems"]
+MODES = _SCHEMAS["AgentCommands"]["enum"]
+DECISIONS = _SCHEMAS["DecisionRequest"]["properties"]["decision"]["enum"]
 
 
 @schemathesis.hook
@@ -45,6 +51,16 @@ def before_call(context, case, kwargs):
 WHITE_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 MESSAGE_PATHS = {"/api/rooms/{roomId}/message", "/api/rooms/{roomId}/messages"}
 INVITE_PATH = "/api/rooms/{roomId}/invites"
+EXEC_PATH = "/api/rooms/{roomId}/sandbox/exec"
+POLICY_PATH = "/api/rooms/{roomId}/policy"
+DECIDE_PATH = "/api/rooms/{roomId}/approvals/{approvalId}"
+# (method, path) of each body with fields measured after trimming.
+TRIMMED = {("POST", path) for path in MESSAGE_PATHS} | {
+    ("POST", INVITE_PATH),
+    ("POST", EXEC_PATH),
+    ("PUT", POLICY_PATH),
+    ("POST", DECIDE_PATH),
+}
 
 
 def _fits_trimmed(value, required, longest):
@@ -53,23 +69,56 @@ def _fits_trimmed(value, required, longest):
     return isinstance(value, str) and 1 <= len(value.strip(WHITE_SPACE)) <= longest
 
 
+def _rules_fit(body, field):
+    # Control characters are refused inside a rule; trimming takes only
+    # those that are also White_Space off its ends.
+    if field not in body:
+        return True
+    value = body[field]
+    return (
+        isinstance(value, list)
+        and len(value) <= MAX_RULES
+        and all(
+            _fits_trimmed(rule, True, MAX_RULE)
+            and not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in rule.strip(WHITE_SPACE))
+            for rule in value
+        )
+    )
+
+
 def _valid_after_trimming(path, body):
     """Whether a body is valid by the documented rule, which JSON Schema
-    cannot state: a message's `text` and `userId` and an invite's `name` are
-    measured after trimming."""
+    cannot state: a message's `text`, every `userId`, an invite's `name` and
+    a policy's rules are measured after trimming."""
     if not isinstance(body, dict):
         return False
     if path in MESSAGE_PATHS:
         return _fits_trimmed(body.get("text"), True, MAX_TEXT) and _fits_trimmed(body.get("userId"), False, MAX_USER_ID)
+    if path == EXEC_PATH:
+        cmd = body.get("cmd")
+        timeout = body.get("timeoutMs")
+        return (
+            isinstance(cmd, str)
+            and 1 <= len(cmd) <= MAX_CMD
+            and "\0" not in cmd
+            and cmd.strip(WHITE_SPACE) != ""
+            and (timeout is None or (isinstance(timeout, int) and not isinstance(timeout, bool) and 1 <= timeout <= MAX_TIMEOUT_MS))
+            and _fits_trimmed(body.get("userId"), False, MAX_USER_ID)
+        )
+    if path == POLICY_PATH:
+        mode = body.get("agentCommands", MODES[0])
+        return mode in MODES and _rules_fit(body, "allow") and _rules_fit(body, "deny")
+    if path == DECIDE_PATH:
+        return body.get("decision") in DECISIONS and _fits_trimmed(body.get("userId"), False, MAX_USER_ID)
     return _fits_trimmed(body.get("name"), False, MAX_NAME)
 
 
 @schemathesis.hook
 def filter_failure(context, failure, case, response):
-    # A "too long" text, userId or name padded with whitespace is valid once trimmed.
+    # A "too long" text, userId, name or rule padded with whitespace is valid once trimmed.
     if (
         getattr(failure, "code", "") == "ST201"
-        and (case.operation.path in MESSAGE_PATHS or (case.operation.path == INVITE_PATH and case.operation.method.upper() == "POST"))
+        and (case.operation.method.upper(), case.operation.path) in TRIMMED
         and response is not None
         and response.status_code == 200
         and _valid_after_trimming(case.operation.path, case.body)

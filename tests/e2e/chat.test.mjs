@@ -80,15 +80,36 @@ describe("chat with the Workers AI binding", () => {
     }
   });
 
-  test("a failing model is a 502, then the room works", async () => {
+  test("a model out of capacity (3040) is a 503 that says so, then the room works", async () => {
     const r = room();
     await worker.api("POST", `${r}/message`, { text: "before" });
     const res = await worker.api("POST", `${r}/message`, { text: "fail" });
-    assert.equal(res.status, 502);
-    assert.match(res.json.error, /AI backend failed: .*Capacity/);
+    assert.equal(res.status, 503);
+    assert.match(res.json.error, /^AI backend is busy: Workers AI has no capacity for @cf\/zai-org\/glm-4\.7-flash right now \(.*3040: Capacity.*\); try again in a moment$/);
     const next = await worker.api("POST", `${r}/message`, { text: "after" });
     assert.equal(next.status, 200);
     assert.deepEqual(next.json.messages.map((m) => m.text), ["before", "echo: before", "after", "echo: after"]);
+  });
+
+  test("the binding's options reach the service: one session per room, and the gateway of AI_GATEWAY_ID", async () => {
+    const [a, b] = [room(), room()];
+    const since = worker.ai.requests.length;
+    await worker.api("POST", `${a}/message`, { text: "steps echo one" });
+    await worker.api("POST", `${b}/message`, { text: "hello" });
+    const seen = worker.ai.requests.slice(since);
+    assert.deepEqual(
+      seen.map((r) => r.session),
+      [a, a, b].map((path) => path.split("/").at(-1)),
+      "every call of a room, follow-ups included, in its room's session",
+    );
+    assert.ok(seen.every((r) => r.options.gateway === undefined), "no gateway unless one is named");
+    const gated = await startWorker({ vars: { AI_TIMEOUT_MS: "1500", AI_GATEWAY_ID: "duet-gw" } });
+    try {
+      assert.equal((await gated.api("POST", `${room()}/message`, { text: "hi" })).status, 200);
+      assert.deepEqual(gated.ai.requests.at(-1).options.gateway, { id: "duet-gw" });
+    } finally {
+      await gated.stop();
+    }
   });
 
   test("a stalling model is a bounded 504, then the room works", async () => {

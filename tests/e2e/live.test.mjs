@@ -73,9 +73,9 @@ describe("the live feed", () => {
     const room = randomUUID();
     const w = watch(worker.url, room);
     await w.opened;
-    assert.equal((await worker.api("POST", `/api/rooms/${room}/message`, { text: "fail" })).status, 502);
+    assert.equal((await worker.api("POST", `/api/rooms/${room}/message`, { text: "fail" })).status, 503);
     const failed = await w.until(first("failed"));
-    assert.match(failed.error, /AI backend failed/);
+    assert.match(failed.error, /AI backend is busy/);
     const plain = await worker.api("GET", `/api/rooms/${room}/live`);
     assert.equal(plain.status, 426);
     assert.match(plain.json.error, /WebSocket/);

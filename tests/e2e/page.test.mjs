@@ -4,9 +4,10 @@
 // line as it is printed, not all at the end. A page that reconnects misses
 // nothing after it; one that needs the token asks for it, and for a new one
 // when it is wrong; a deleted room says so; a page on another origin can
-// neither run a command nor watch; and an owner's invite links bring a
+// neither run a command nor watch; an owner's invite links bring a
 // watcher, who sees the room live and cannot type, and a writer, who can,
-// until the owner revokes them.
+// until the owner revokes them; and in a room that asks, a command of the
+// agent waits on every page until a writer approves it.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -105,7 +106,7 @@ describe("the web page", () => {
 
   test("the page is usable by keyboard and labelled", async () => {
     const { page } = await open(randomUUID(), "kim");
-    for (const label of ["Your name", "Message to the agent", "Shell command"]) {
+    for (const label of ["Your name", "Message to the agent", "Shell command", "When the agent runs a command"]) {
       assert.equal(await page.getByLabel(label).count(), 1, label);
     }
     await page.focus("#text");
@@ -227,14 +228,15 @@ describe("the web page with DUET_API_TOKEN", () => {
     await context.addInitScript(recordSockets);
     if (stored) await context.addInitScript((t) => sessionStorage.getItem("duet-token") || sessionStorage.setItem("duet-token", t), stored);
     const page = await context.newPage();
-    const prompts = [];
+    const prompts = [], errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
     page.on("dialog", async (dialog) => {
       prompts.push(dialog.message());
       const given = answer(dialog.message(), prompts.length);
       await (given === undefined ? dialog.dismiss() : dialog.accept(given));
     });
     await page.goto(url);
-    return { page, prompts };
+    return { page, prompts, errors };
   }
 
   test("the page asks for the token when the worker refuses it, and is then let in", async () => {
@@ -297,6 +299,79 @@ describe("the web page with DUET_API_TOKEN", () => {
     await statusIs(owner.page, "every invite link was revoked");
     assert.deepEqual((await sockets(owner.page)).map((s) => s.closes), [[]], "the owner's own socket stays");
     assert.deepEqual([owner.prompts, watcher.prompts, writer.prompts], [[], [], []]);
+  });
+
+  test("a room that asks: the agent's command waits on every page until a writer approves it", async () => {
+    const owner = await open(() => undefined, TOKEN);
+    await statusIs(owner.page, "live");
+    const room = new URL(owner.page.url()).pathname.split("/").pop();
+    const api = (method, route, body) => worker.api(method, `/api/rooms/${room}${route}`, body, { authorization: `Bearer ${TOKEN}` });
+    const invite = async (role, name) => {
+      const res = await api("POST", "/invites", { role, name });
+      assert.equal(res.status, 200, res.text);
+      const page = await open(() => undefined, undefined, res.json.link);
+      await page.page.waitForFunction((r) => document.getElementById("role").textContent === `you: ${r}`, role);
+      return page;
+    };
+    const writer = await invite("writer", "bo");
+    const mode = (p) => p.page.evaluate(() => [document.getElementById("mode").value, document.getElementById("mode").disabled]);
+    const asked = (p) => p.page.waitForFunction(() => document.getElementById("asks").textContent.includes("echo approved-$((6*7))"));
+
+    // The pages that are there hear of the policy and the waiting command
+    // on the feed; the watcher, who comes later, asks for them on joining.
+    const policy = await api("PUT", "/policy", { agentCommands: "ask", allow: ["git status"] });
+    assert.equal(policy.status, 200, policy.text);
+    for (const { page } of [owner, writer]) await page.waitForFunction(() => document.getElementById("mode").value === "ask");
+    await owner.page.fill("#name", "olga");
+    await owner.page.getByLabel("Message to the agent").fill("steps echo approved-$((6*7))");
+    await owner.page.keyboard.press("Enter");
+    await asked(owner);
+    await asked(writer);
+    const watcher = await invite("watcher", "wanda");
+    const pages = [owner, writer, watcher];
+    await asked(watcher);
+    await watcher.page.waitForFunction(() => document.getElementById("mode").value === "ask");
+    assert.deepEqual(await Promise.all(pages.map(mode)), [["ask", false], ["ask", true], ["ask", true]], "only the owner may change it");
+    assert.match(await watcher.page.textContent("#rules"), /allow:git status deny: none/);
+    assert.match(await watcher.page.textContent("#asks"), /asked by .+, expires at /);
+    assert.equal(await watcher.page.locator("#asks button").count(), 0, "a watcher cannot decide");
+    assert.equal(await writer.page.locator("#asks button").count(), 2);
+    assert.doesNotMatch(await writer.page.textContent("#term"), /approved-42/, "nothing ran yet");
+
+    await writer.page.getByRole("button", { name: "Approve" }).click();
+    await watcher.page.waitForFunction(() => document.getElementById("asks").textContent.includes("approved by bo"));
+    for (const { page } of pages) {
+      await page.waitForFunction(() => document.getElementById("term").textContent.includes("approved-42\n[exit 0]"), null, { timeout: 10_000 });
+      await page.waitForFunction(() => document.getElementById("chat").textContent.includes("saw: approved-42"), null, { timeout: 10_000 });
+    }
+    // The decided entry goes after a moment.
+    await owner.page.waitForFunction(() => document.querySelectorAll("#asks li").length === 0, null, { timeout: 10_000 });
+
+    // Two commands of one answer: while the second waits, the owner's page,
+    // which does not hear of decisions now, decides the first too late.
+    await owner.page.evaluate(() => {
+      const { socket } = window.sockets.at(-1);
+      const shown = socket.onmessage;
+      socket.onmessage = (m) => JSON.parse(m.data).type === "decided" || shown(m);
+    });
+    await owner.page.getByLabel("Message to the agent").fill("raw Two. <run>echo one</run><run>echo two</run>");
+    await owner.page.keyboard.press("Enter");
+    const entry = (p, command) => p.page.locator("#asks li", { hasText: command });
+    await entry(owner, "echo two").waitFor();
+    await entry(writer, "echo one").getByRole("button", { name: "Approve" }).click();
+    await entry(writer, "echo one").getByText("approved by bo").waitFor();
+    await entry(owner, "echo one").getByRole("button", { name: "Approve" }).click();
+    await entry(owner, "echo one").getByText("this command was already approved by bo").waitFor();
+    assert.equal(await owner.page.textContent("#status"), "live", "a note, not an error");
+    await entry(writer, "echo two").getByRole("button", { name: "Deny" }).click();
+    await entry(watcher, "echo two").getByText("denied by bo").waitFor();
+    await watcher.page.waitForFunction(() => document.getElementById("chat").textContent.includes("Done."), null, { timeout: 10_000 });
+    assert.match(await watcher.page.textContent("#term"), /\$ echo one\none\n\[exit 0\]\n$/, "the denied one did not run");
+
+    await owner.page.selectOption("#mode", "off");
+    await writer.page.waitForFunction(() => document.getElementById("mode").value === "off");
+    assert.equal((await api("GET", "/policy")).json.agentCommands, "off");
+    assert.deepEqual(pages.flatMap((p) => [...p.prompts, ...p.errors]), []);
   });
 
   test("a dismissed prompt stops the retries; the token button tries again", async () => {

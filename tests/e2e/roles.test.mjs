@@ -29,6 +29,12 @@ const ROUTES = [
   { name: "POST /sandbox/exec", needs: "writer", ok: 200, call: (api, r) => api("POST", `/api/rooms/${r}/sandbox/exec`, { cmd: "echo ran" }) },
   // No archive is kept: allowed, the route answers that it has none.
   { name: "GET /sandbox/archive", needs: "writer", ok: 404, call: (api, r) => api("GET", `/api/rooms/${r}/sandbox/archive`) },
+  { name: "GET /policy", needs: "watcher", ok: 200, call: (api, r) => api("GET", `/api/rooms/${r}/policy`) },
+  { name: "PUT /policy", needs: "owner", ok: 200, call: (api, r) => api("PUT", `/api/rooms/${r}/policy`, { deny: ["shutdown"] }) },
+  { name: "GET /approvals", needs: "watcher", ok: 200, call: (api, r) => api("GET", `/api/rooms/${r}/approvals`) },
+  // No such approval: allowed, the route answers that it has none.
+  { name: "POST /approvals/{id}", needs: "writer", ok: 404, call: (api, r) => api("POST", `/api/rooms/${r}/approvals/999`, { decision: "approve" }) },
+  { name: "GET /audit", needs: "owner", ok: 200, call: (api, r) => api("GET", `/api/rooms/${r}/audit`) },
   { name: "POST /invites", needs: "owner", ok: 200, call: (api, r) => api("POST", `/api/rooms/${r}/invites`, { role: "watcher" }) },
   // Without an upgrade: every check passed, it is told to upgrade.
   { name: "GET /live", needs: "watcher", ok: 426, call: (api, r) => api("GET", `/api/rooms/${r}/live`) },

@@ -12,6 +12,14 @@
 // description}`) into the errors the worker sees; only the service is
 // stood in for.
 //
+// The binding's third argument, as documented (Workers AI, "Prompt caching";
+// AI Gateway, "Workers Bindings") and as workerd's binding sends it:
+// `extraHeaders` become headers of the request (`x-session-affinity` keeps a
+// session's calls on one model instance, for its prefix cache), and
+// `gateway: {id, ...}` goes in the body's `options`, the request then going
+// to `/ai-gateway/run` instead of `/run`. A gateway request without an id is
+// refused, as AI Gateway needs one.
+//
 // - the eighteen models retired on 2026-05-30 throw the service's 5028;
 //   a model that is not in the catalog throws 5007;
 // - `{response}` models (the Llama -fast variants) take `max_tokens` and
@@ -248,12 +256,16 @@ export async function startAiStandin() {
     for await (const chunk of req) raw += chunk;
     const target = new URL(req.headers["mf-url"] ?? "http://invalid/");
     const model = req.headers["mf-header-cf-consn-model-id"];
-    if (req.method !== "POST" || target.host !== "workers-binding.ai" || target.pathname !== "/run") {
+    const gatewayPath = target.pathname === "/ai-gateway/run";
+    if (req.method !== "POST" || target.host !== "workers-binding.ai" || !(target.pathname === "/run" || gatewayPath)) {
       return send(404, { internalCode: 3003, name: "AiError", message: "not found", description: `Request is missing headers or body: ${target}` });
     }
     try {
-      const { inputs } = JSON.parse(raw);
-      requests.push({ model, inputs });
+      const { inputs, options } = JSON.parse(raw);
+      if (gatewayPath && typeof options?.gateway?.id !== "string") throw new AiError(2001, "a gateway request needs options.gateway.id");
+      // What the binding's third argument became: its `extraHeaders` as
+      // request headers, the rest (`gateway`) in the body's `options`.
+      requests.push({ model, inputs, options, session: req.headers["mf-header-x-session-affinity"] });
       send(200, await run(model, inputs));
     } catch (e) {
       if (!(e instanceof AiError)) throw e;

@@ -7,6 +7,9 @@
 // for the tab and sent as a bearer header and, for the socket, as a
 // subprotocol. The feed's hello says the page's role: a watcher gets no
 // boxes to type in, an owner the buttons that make and revoke invite links.
+// The room's policy for the agent's commands is shown (an owner may change
+// its mode), and so are the commands waiting for approval, with buttons for
+// writers and owners to decide them.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -33,6 +36,14 @@ function room() {
   // The socket of the moment and how far it has shown and acknowledged its
   // events: every socket numbers its own from 1, so these start afresh with it.
   let feed = null, retry = 500;
+  // What the feed's hello said this page may do.
+  let role = "watcher";
+  // The policy shown, and how many `policy` events came: one that comes
+  // while the policy is asked for is newer than the answer.
+  let policy = null, policies = 0;
+  // The waiting commands shown, by id, and the ids decided since the page
+  // opened (an answer to GET /approvals may be older than their `decided`).
+  const asks = new Map(), settled = new Set();
   $("room-id").textContent = room;
   $("name").value = localStorage.getItem("duet-name") || "";
   tokenButton.hidden = !token;
@@ -57,21 +68,66 @@ function room() {
       chat.append(div);
     });
   }
-  function line(text, cls) {
-    const span = document.createElement("span");
-    if (cls) span.className = cls;
-    span.textContent = text;
-    return span;
+  function el(text, cls, tag = "span") {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    e.textContent = text;
+    return e;
   }
   // What the feed says this page may do.
   function hello(e) {
+    role = e.role;
     $("role").textContent = `you: ${e.role}`;
+    $("mode").disabled = role !== "owner";
     $("say").hidden = $("run").hidden = e.role === "watcher";
     $("invite").hidden = !e.invites;
     if (e.name) $("name").value = e.name;
     $("name").readOnly = Boolean(e.name);
     chat.textContent = "";
     e.history.forEach(message);
+    // What changed while the page was away is asked for afresh.
+    const seen = policies;
+    call("policy", undefined, "GET").then((p) => seen === policies && showPolicy(p));
+    $("asks").textContent = "";
+    asks.clear();
+    call("approvals", undefined, "GET").then((j) => j.approvals?.forEach(ask));
+  }
+  function showPolicy(p) {
+    if (!p?.allow) return;
+    policy = p;
+    $("mode").value = p.agentCommands;
+    $("rules").replaceChildren(...["allow", "deny"].flatMap((k) => [` ${k}:`, ...(p[k].length ? p[k].map((r) => el(r, "", "code")) : [" none"])]));
+  }
+  // A command that waits: writers and owners get its buttons.
+  function ask(a) {
+    if (asks.has(a.id) || settled.has(a.id)) return;
+    const li = document.createElement("li"), act = el("", "muted");
+    if (role !== "watcher") {
+      act.append(...["Approve", "Deny"].map((text) => {
+        const b = el(text, "quiet", "button");
+        b.type = "button";
+        b.onclick = () => decide(a.id, text.toLowerCase(), act);
+        return b;
+      }));
+    }
+    li.append(el(a.command, "", "code"), el(`asked by ${a.askedBy || "someone"}, expires at ${new Date(a.expiresAt).toLocaleTimeString()}`, "muted"), act);
+    asks.set(a.id, act);
+    $("asks").append(li);
+  }
+  // Someone else deciding first is a note on the entry (409), not an error.
+  async function decide(id, decision, act) {
+    const json = await call(`approvals/${id}`, { decision, userId: $("name").value.trim() || undefined }, "POST", 409);
+    if (json.error) act.textContent = json.error;
+  }
+  // A decided command says how and by whom for a moment, then goes (the
+  // event holds the decided approval).
+  function decided(e) {
+    const d = e.approval, act = asks.get(d.id);
+    settled.add(d.id);
+    if (!act) return;
+    asks.delete(d.id);
+    act.textContent = `${d.decision}${d.decidedBy ? ` by ${d.decidedBy}` : ""}`;
+    setTimeout(() => act.parentNode.remove(), 5000);
   }
   function presence(watchers) {
     $("present").replaceChildren(...watchers.map((w) => {
@@ -91,14 +147,17 @@ function room() {
       case "hello": hello(e); sendName(); break;
       case "presence": presence(e.watchers); break;
       case "message": message(e.message); break;
-      case "command": scrolled(term, () => term.append(line(`$ ${e.cmd}\n`, "cmd"))); break;
-      case "output": scrolled(term, () => term.append(line(e.data, e.stream === "stderr" ? "err" : ""))); break;
-      case "command_end": scrolled(term, () => term.append(line(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]\n`, "end"))); break;
-      case "failed": scrolled(chat, () => chat.append(line(`(${e.error})\n`, "muted"))); break;
+      case "command": scrolled(term, () => term.append(el(`$ ${e.cmd}\n`, "cmd"))); break;
+      case "output": scrolled(term, () => term.append(el(e.data, e.stream === "stderr" ? "err" : ""))); break;
+      case "command_end": scrolled(term, () => term.append(el(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]\n`, "end"))); break;
+      case "policy": policies++; showPolicy(e.policy); break;
+      case "approval": ask(e.approval); break;
+      case "decided": decided(e); break;
+      case "failed": scrolled(chat, () => chat.append(el(`(${e.error})\n`, "muted"))); break;
       case "closed": {
         const what = ENDS[e.reason] ?? e.reason;
         if (e.reason === "deleted" || e.reason === "expired") {
-          scrolled(chat, () => chat.append(line(`(${what}: its history and files are gone)\n`, "muted")));
+          scrolled(chat, () => chat.append(el(`(${what}: its history and files are gone)\n`, "muted")));
           say(`${what}; reload the page to start it afresh`, true);
         } else say(`${what}; ask the room's owner for a new one`, true);
         break;
@@ -166,16 +225,22 @@ function room() {
     connect();
     old?.ws.close();
   });
-  async function post(path, body, method = "POST") {
+  // A call of the room's API; its error is shown, unless its status is `expected`.
+  async function call(path, body, method = "POST", expected) {
     const headers = body ? { "content-type": "application/json" } : {};
     if (token) headers.authorization = `Bearer ${token}`;
     const res = await fetch(`/api/rooms/${encodeURIComponent(room)}/${path}`, { method, headers, body: body && JSON.stringify(body) });
-    if (res.status === 401 && askToken()) return post(path, body, method);
+    if (res.status === 401 && askToken()) return call(path, body, method, expected);
     const json = await res.json().catch(() => ({}));
-    if (json.error) say(json.error, true);
+    if (json.error && res.status !== expected) say(json.error, true);
     return json;
   }
   $("name").addEventListener("change", () => sendName());
+  // An owner's choice of mode; refused, the select shows the policy again.
+  $("mode").addEventListener("change", async () => {
+    const json = await call("policy", { agentCommands: $("mode").value }, "PUT");
+    showPolicy(json.error ? policy : json);
+  });
   $("say").addEventListener("submit", (e) => {
     e.preventDefault();
     const text = $("text").value.trim(), userId = $("name").value.trim();
@@ -183,20 +248,20 @@ function room() {
     localStorage.setItem("duet-name", userId);
     sendName();
     $("text").value = "";
-    post("message", userId ? { text, userId } : { text });
+    call("message", userId ? { text, userId } : { text });
   });
   $("run").addEventListener("submit", (e) => {
     e.preventDefault();
     const cmd = $("cmd").value;
     if (!cmd.trim()) return;
     $("cmd").value = "";
-    post("sandbox/exec", { cmd });
+    call("sandbox/exec", { cmd });
   });
   // An owner's invite links: made, shown to copy, and all revoked at once.
   $("invite").addEventListener("submit", async (e) => {
     e.preventDefault();
     const name = $("guest").value.trim();
-    const json = await post("invites", name ? { role: e.submitter.value, name } : { role: e.submitter.value });
+    const json = await call("invites", name ? { role: e.submitter.value, name } : { role: e.submitter.value });
     if (!json.link) return;
     $("link").hidden = false;
     $("link").value = json.link;
@@ -204,7 +269,7 @@ function room() {
     say(`a ${json.role} link, valid until ${new Date(json.expiresAt).toLocaleString()}`);
   });
   $("revoke").addEventListener("click", async () => {
-    const json = await post("invites", undefined, "DELETE");
+    const json = await call("invites", undefined, "DELETE");
     if (!json.revoked) return;
     $("link").hidden = true;
     say("every invite link was revoked");

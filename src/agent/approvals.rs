@@ -1,0 +1,327 @@
+//! A room's policy and the agent's commands waiting for a writer, in the
+//! DuetAgent's SQLite storage, so that both outlive the object's instance:
+//! a paused exchange (`exchange::Paused`, as JSON) with its approvals, one
+//! per command of the waiting answer, in the order written.
+//!
+//! Deciding is one synchronous step (no `await` between reading an approval
+//! and writing its decision), so of two writers deciding at once the first
+//! wins and the second learns how it went. An exchange is taken for resuming
+//! in one step too, and deleted as it is taken: a resume that dies half-way
+//! (the object evicted) does not run its commands twice.
+
+use std::cell::RefCell;
+
+use worker::{SqlStorage, SqlStorageValue};
+
+use super::exchange::Paused;
+use crate::api::policy::{AgentCommands, Policy, Verdict};
+use crate::api::wire::{Approval, Decision};
+use crate::api::ApiError;
+use crate::runtime::sql::{self, number, text};
+
+pub struct Approvals {
+    sql: SqlStorage,
+    /// The room's policy, once read.
+    policy: RefCell<Option<Policy>>,
+}
+
+/// A paused exchange whose approvals are all decided.
+pub struct Ready {
+    pub paused: Paused,
+    pub decided: Vec<Approval>,
+}
+
+/// Decided approvals kept after their exchange went on.
+const KEPT_DECIDED: i64 = 1_000;
+
+const APPROVAL_COLUMNS: &str =
+    "id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at";
+
+impl Approvals {
+    pub fn open(sql: SqlStorage) -> worker::Result<Self> {
+        // Rules hold no control characters, so a newline separates them.
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS policy (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                mode TEXT NOT NULL,
+                allow TEXT NOT NULL,
+                deny TEXT NOT NULL
+            )",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS paused (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                exchange TEXT NOT NULL,
+                ready INTEGER NOT NULL DEFAULT 0
+            )",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS approvals (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                paused INTEGER NOT NULL,
+                command TEXT NOT NULL,
+                asked_by TEXT,
+                asked_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                decision TEXT,
+                decided_by TEXT,
+                rule TEXT,
+                decided_at INTEGER
+            )",
+            None,
+        )?;
+        Ok(Self {
+            sql,
+            policy: RefCell::default(),
+        })
+    }
+
+    /// The room's policy: as set, else a new room's with `default` mode.
+    pub fn policy(&self, default: AgentCommands) -> worker::Result<Policy> {
+        if let Some(policy) = self.policy.borrow().as_ref() {
+            return Ok(policy.clone());
+        }
+        let row = sql::first(
+            self.sql
+                .exec("SELECT mode, allow, deny FROM policy WHERE id = 1", None)?,
+        )?;
+        let policy = match row.as_deref() {
+            Some([mode, allow, deny]) => Policy {
+                agent_commands: text(mode)
+                    .and_then(|mode| AgentCommands::parse(&mode))
+                    .unwrap_or(default),
+                allow: rules(allow),
+                deny: rules(deny),
+            },
+            _ => Policy::new(default),
+        };
+        *self.policy.borrow_mut() = Some(policy.clone());
+        Ok(policy)
+    }
+
+    pub fn set_policy(&self, policy: &Policy) -> worker::Result<()> {
+        self.sql.exec(
+            "INSERT INTO policy (id, mode, allow, deny) VALUES (1, ?, ?, ?)
+             ON CONFLICT (id) DO UPDATE SET
+               mode = excluded.mode, allow = excluded.allow, deny = excluded.deny",
+            vec![
+                policy.agent_commands.name().into(),
+                SqlStorageValue::String(policy.allow.join("\n")),
+                SqlStorageValue::String(policy.deny.join("\n")),
+            ],
+        )?;
+        *self.policy.borrow_mut() = Some(policy.clone());
+        Ok(())
+    }
+
+    /// Keeps `paused` with an approval per command of its waiting answer,
+    /// those a rule decided already decided; answers the ones that wait.
+    pub fn propose(
+        &self,
+        paused: &Paused,
+        commands: &[(String, Verdict)],
+        now: u64,
+        expires_at: u64,
+    ) -> worker::Result<Vec<Approval>> {
+        let json = serde_json::to_string(paused).expect("an exchange serializes");
+        self.sql.exec(
+            "INSERT INTO paused (exchange) VALUES (?)",
+            vec![SqlStorageValue::String(json)],
+        )?;
+        let id = self.last_id()?;
+        for (command, verdict) in commands {
+            let (decision, rule) = match verdict {
+                Verdict::Ask => (None, None),
+                Verdict::Run { rule } => (Some(Decision::Approved), rule.as_deref()),
+                Verdict::Denied { rule } => (Some(Decision::Denied), Some(rule.as_str())),
+                Verdict::Off => (Some(Decision::Denied), None),
+            };
+            let or_null = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
+            self.sql.exec(
+                "INSERT INTO approvals (paused, command, asked_by, asked_at, expires_at,
+                    decision, rule, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                vec![
+                    SqlStorageValue::Integer(id),
+                    command.as_str().into(),
+                    or_null(paused.asked_by.as_deref()),
+                    SqlStorageValue::Integer(now as i64),
+                    SqlStorageValue::Integer(expires_at as i64),
+                    or_null(decision.map(Decision::name)),
+                    or_null(rule),
+                    decision.map_or(SqlStorageValue::Null, |_| {
+                        SqlStorageValue::Integer(now as i64)
+                    }),
+                ],
+            )?;
+        }
+        self.select(
+            "WHERE paused = ? AND decision IS NULL ORDER BY id",
+            vec![SqlStorageValue::Integer(id)],
+        )
+    }
+
+    /// The approvals that wait, oldest first.
+    pub fn pending(&self) -> worker::Result<Vec<Approval>> {
+        self.select("WHERE decision IS NULL ORDER BY id", vec![])
+    }
+
+    /// Decides approval `id` at `now`, if nobody has; a paused exchange
+    /// with nothing left to decide becomes ready.
+    pub fn decide(
+        &self,
+        id: u64,
+        decision: Decision,
+        by: Option<&str>,
+        now: u64,
+    ) -> Result<Approval, ApiError> {
+        let found = self.select("WHERE id = ?", vec![SqlStorageValue::Integer(id as i64)])?;
+        let approval = found.into_iter().next().ok_or(ApiError::NoSuchApproval)?;
+        if let Some(earlier) = approval.decision {
+            let how = match (&approval.decided_by, &approval.rule) {
+                (Some(by), _) => format!("{} by {by}", earlier.name()),
+                (None, Some(rule)) => format!("{} by the rule `{rule}`", earlier.name()),
+                (None, None) => earlier.name().to_owned(),
+            };
+            return Err(ApiError::AlreadyDecided(how));
+        }
+        self.sql.exec(
+            "UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ? WHERE id = ?",
+            vec![
+                decision.name().into(),
+                by.map_or(SqlStorageValue::Null, |by| by.into()),
+                SqlStorageValue::Integer(now as i64),
+                SqlStorageValue::Integer(id as i64),
+            ],
+        )?;
+        self.mark_ready()?;
+        Ok(Approval {
+            decision: Some(decision),
+            decided_by: by.map(str::to_owned),
+            decided_at: Some(now),
+            ..approval
+        })
+    }
+
+    /// Expires the approvals due by `now`; answers them.
+    pub fn expire(&self, now: u64) -> worker::Result<Vec<Approval>> {
+        let due = self.select(
+            "WHERE decision IS NULL AND expires_at <= ? ORDER BY id",
+            vec![SqlStorageValue::Integer(now as i64)],
+        )?;
+        for approval in &due {
+            self.sql.exec(
+                "UPDATE approvals SET decision = ?, decided_at = ? WHERE id = ?",
+                vec![
+                    Decision::Expired.name().into(),
+                    SqlStorageValue::Integer(now as i64),
+                    SqlStorageValue::Integer(approval.id as i64),
+                ],
+            )?;
+        }
+        self.mark_ready()?;
+        Ok(due
+            .into_iter()
+            .map(|approval| Approval {
+                decision: Some(Decision::Expired),
+                decided_at: Some(now),
+                ..approval
+            })
+            .collect())
+    }
+
+    /// Takes a ready exchange, forgetting it here.
+    pub fn take_ready(&self) -> worker::Result<Option<Ready>> {
+        let row = sql::first(self.sql.exec(
+            "SELECT id, exchange FROM paused WHERE ready = 1 ORDER BY id LIMIT 1",
+            None,
+        )?)?;
+        let Some([id, exchange]) = row.as_deref() else {
+            return Ok(None);
+        };
+        let exchange = text(exchange).unwrap_or_default();
+        let id = id.clone();
+        let decided = self.select("WHERE paused = ? ORDER BY id", vec![id.clone()])?;
+        self.sql.exec("DELETE FROM paused WHERE id = ?", vec![id])?;
+        // Decided approvals stay a while, so that a late decision learns
+        // how it went (409) rather than that there was none (404).
+        self.sql.exec(
+            "DELETE FROM approvals WHERE decision IS NOT NULL AND id <= (SELECT MAX(id) FROM approvals) - ?",
+            vec![SqlStorageValue::Integer(KEPT_DECIDED)],
+        )?;
+        // An exchange stored by another version of the worker, unreadable
+        // here, is dropped rather than retried for ever.
+        Ok(serde_json::from_str(&exchange)
+            .ok()
+            .map(|paused| Ready { paused, decided }))
+    }
+
+    /// When something is next due: now if an exchange is ready, else the
+    /// first expiry of a waiting approval.
+    pub fn next_due(&self, now: u64) -> worker::Result<Option<u64>> {
+        let due = sql::value(self.sql.exec(
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM paused WHERE ready = 1) THEN ?
+               ELSE (SELECT MIN(expires_at) FROM approvals WHERE decision IS NULL) END",
+            vec![SqlStorageValue::Integer(now as i64)],
+        )?)?;
+        Ok(due.as_ref().and_then(number))
+    }
+
+    /// The room is forgotten: its policy, approvals and paused exchanges.
+    pub fn forget(&self) -> worker::Result<()> {
+        self.sql.exec("DELETE FROM approvals", None)?;
+        self.sql.exec("DELETE FROM paused", None)?;
+        self.sql.exec("DELETE FROM policy", None)?;
+        *self.policy.borrow_mut() = None;
+        Ok(())
+    }
+
+    /// Marks ready every paused exchange with nothing left to decide.
+    fn mark_ready(&self) -> worker::Result<()> {
+        self.sql.exec(
+            "UPDATE paused SET ready = 1 WHERE ready = 0 AND NOT EXISTS
+               (SELECT 1 FROM approvals WHERE approvals.paused = paused.id
+                AND approvals.decision IS NULL)",
+            None,
+        )?;
+        Ok(())
+    }
+
+    fn last_id(&self) -> worker::Result<i64> {
+        let id = sql::value(self.sql.exec("SELECT last_insert_rowid()", None)?)?;
+        Ok(id.as_ref().and_then(number).unwrap_or(0) as i64)
+    }
+
+    fn select(&self, filter: &str, values: Vec<SqlStorageValue>) -> worker::Result<Vec<Approval>> {
+        let query = format!("SELECT {APPROVAL_COLUMNS} FROM approvals {filter}");
+        let mut approvals = vec![];
+        for row in self.sql.exec(&query, values)?.raw() {
+            if let [id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at] =
+                row?.as_slice()
+            {
+                approvals.push(Approval {
+                    id: number(id).unwrap_or(0),
+                    command: text(command).unwrap_or_default(),
+                    asked_by: text(asked_by),
+                    asked_at: number(asked_at).unwrap_or(0),
+                    expires_at: number(expires_at).unwrap_or(0),
+                    decision: text(decision).and_then(|name| Decision::parse(&name)),
+                    decided_by: text(decided_by),
+                    rule: text(rule),
+                    decided_at: number(decided_at),
+                });
+            }
+        }
+        Ok(approvals)
+    }
+}
+
+fn rules(value: &SqlStorageValue) -> Vec<String> {
+    let joined = text(value).unwrap_or_default();
+    joined
+        .split('\n')
+        .filter(|rule| !rule.is_empty())
+        .map(str::to_owned)
+        .collect()
+}

@@ -7,42 +7,40 @@
 //! thoughts) is never deserialized, and `<think>…</think>` blocks, which
 //! local reasoning models put into the content itself, are cut out, so a
 //! model's thinking never reaches the room or its history.
+//!
+//! It is read through `serde_json::Value`, whose parser the worker links
+//! anyway (request bodies are read with it), not through derived structs:
+//! each derived parser is one more copy in the upload.
 
-use serde::Deserialize;
+use serde_json::Value;
 
-/// Either answer shape; unknown fields (usage, ids, reasoning) are ignored.
-#[derive(Debug, Default, Deserialize)]
+/// A model's answer: the text it holds, if any, as either shape has it.
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Completion {
-    #[serde(default)]
-    response: Option<String>,
-    #[serde(default)]
-    choices: Vec<Choice>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Choice {
-    #[serde(default)]
-    message: Option<ChoiceMessage>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ChoiceMessage {
-    #[serde(default)]
-    content: Option<String>,
+    raw: Option<String>,
 }
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
 impl Completion {
+    /// Reads an answer of either shape; unknown fields (usage, ids,
+    /// reasoning) are not looked at. `None` if it is not a JSON object.
+    pub fn parse(json: &str) -> Option<Self> {
+        let answer: Value = serde_json::from_str(json).ok()?;
+        let text = match &answer["response"] {
+            Value::String(text) => Some(text.as_str()),
+            _ => answer["choices"][0]["message"]["content"].as_str(),
+        };
+        answer.is_object().then(|| Self {
+            raw: text.map(str::to_owned),
+        })
+    }
+
     /// The answer's text without any thinking, trimmed; `None` when nothing
     /// is left (no text at all, or only thoughts).
     pub fn text(self) -> Option<String> {
-        let raw = match self.response {
-            Some(text) => text,
-            None => self.choices.into_iter().next()?.message?.content?,
-        };
-        let text = without_thinking(&raw);
+        let text = without_thinking(&self.raw?);
         let text = text.trim();
         (!text.is_empty()).then(|| text.to_owned())
     }
@@ -77,7 +75,7 @@ mod tests {
     use super::*;
 
     fn text(json: &str) -> Option<String> {
-        serde_json::from_str::<Completion>(json).unwrap().text()
+        Completion::parse(json).unwrap().text()
     }
 
     #[test]

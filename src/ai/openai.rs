@@ -74,8 +74,8 @@ pub(super) async fn ask(
         .text()
         .await
         .map_err(|_| format!("{server} broke off its answer"))?;
-    serde_json::from_str(&text)
-        .map_err(|_| format!("{server} sent an answer that is not a chat completion"))
+    Completion::parse(&text)
+        .ok_or_else(|| format!("{server} sent an answer that is not a chat completion"))
 }
 
 fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> {

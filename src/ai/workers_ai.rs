@@ -59,7 +59,8 @@ pub fn to_js(input: &Input<'_>) -> Result<JsValue, String> {
 pub fn completion_of(answer: &JsValue) -> Result<Completion, String> {
     // `undefined` stringifies to nothing, which serde_json then refuses.
     let answer = JSON::stringify(answer).map_err(thrown)?;
-    serde_json::from_str(&answer.as_string().unwrap_or_default()).map_err(|e| e.to_string())
+    Completion::parse(&answer.as_string().unwrap_or_default())
+        .ok_or_else(|| "the answer is not a JSON object".to_owned())
 }
 
 /// What a thrown error means, in words that say what to do about it.

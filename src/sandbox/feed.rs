@@ -25,7 +25,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use duet_wire::{ExecResult, Stream};
+use duet_wire::{ExecEnd, Stream};
 use worker::worker_sys::ext::WebSocketExt;
 use worker::{web_sys, State, WebSocket, WebSocketPair};
 
@@ -321,24 +321,21 @@ impl Feed {
         self.broadcast(state, &Event::Output { id, stream, data }.to_json());
     }
 
-    /// Tells the watchers how a command ended, from sandboxd's result (its
-    /// output went out as it came), or why it could not run.
-    pub fn command_ended(&self, state: &State, id: &str, result: Result<&str, &ApiError>) {
-        let output: ExecResult = match result {
-            Ok(raw) => serde_json::from_str(raw).unwrap_or_default(),
-            Err(e) => {
-                self.command_output(state, id, Stream::Stderr.name(), &format!("{e}\n"));
-                ExecResult {
-                    exit_code: -1,
-                    ..ExecResult::default()
-                }
+    /// Tells the watchers how a command ended (its output went out as it
+    /// came), or why it could not run.
+    pub fn command_ended(&self, state: &State, id: &str, ended: Result<ExecEnd, &ApiError>) {
+        let ended = ended.unwrap_or_else(|e| {
+            self.command_output(state, id, Stream::Stderr.name(), &format!("{e}\n"));
+            ExecEnd {
+                exit_code: -1,
+                ..ExecEnd::default()
             }
-        };
+        });
         let end = Event::CommandEnd {
             id,
-            exit_code: output.exit_code,
-            truncated: output.truncated,
-            timed_out: output.timed_out,
+            exit_code: ended.exit_code,
+            truncated: ended.truncated,
+            timed_out: ended.timed_out,
         };
         self.broadcast(state, &end.to_json());
     }

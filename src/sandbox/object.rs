@@ -37,7 +37,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use duet_wire::{ExecRequest, ExecResult};
+use duet_wire::{ExecEnd, ExecRequest, ExecResult};
 use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
@@ -246,14 +246,15 @@ impl Sandbox {
                 let result = self
                     .exec(&room, &name, request, arrived, epoch, feed_id.as_deref())
                     .await;
-                if let Some(id) = &feed_id {
-                    self.feed
-                        .command_ended(&self.state, id, result.as_ref().map(|raw| raw.get()));
-                }
-                let ended: Option<ExecResult> = match &result {
+                // Read once, for the feed and the audit, without the output.
+                let ended: Option<ExecEnd> = match &result {
                     Ok(raw) => serde_json::from_str(raw.get()).ok(),
                     Err(_) => None,
                 };
+                if let Some(id) = &feed_id {
+                    let ended = result.as_ref().map(|_| ended.unwrap_or_default());
+                    self.feed.command_ended(&self.state, id, ended);
+                }
                 self.audit.record(&AuditEntry {
                     at: arrived,
                     command,
@@ -265,7 +266,7 @@ impl Sandbox {
                     },
                     decided_by,
                     rule,
-                    exit_code: ended.as_ref().map(|ended| ended.exit_code),
+                    exit_code: ended.map(|ended| ended.exit_code),
                     duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
                     timed_out: ended.is_some_and(|ended| ended.timed_out),
                 })?;

@@ -33,3 +33,14 @@ pub struct ExecResult {
     pub truncated: bool,
     pub timed_out: bool,
 }
+
+/// How a command ended, read from its [`ExecResult`] without its output: the
+/// worker reads this of every command for the room's feed and audit, and
+/// passes the output on as sandboxd wrote it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ExecEnd {
+    pub exit_code: i32,
+    pub truncated: bool,
+    pub timed_out: bool,
+}

@@ -23,6 +23,6 @@ mod route;
 pub mod stream;
 
 pub use archive::{RestoreResult, MAX_BYTES, TIMEOUT_MS};
-pub use exec::{ExecRequest, ExecResult};
+pub use exec::{ExecEnd, ExecRequest, ExecResult};
 pub use route::Route;
 pub use stream::Stream;

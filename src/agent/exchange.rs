@@ -115,15 +115,14 @@ impl Said {
     }
 }
 
-/// One exchange in progress.
+/// One exchange in progress; what it answers and where it stands are its
+/// [`Paused`].
 struct Run<'a> {
     env: &'a Env,
     room: &'a str,
     sandbox: SandboxObject,
     policy: &'a Policy,
     history: &'a [Message],
-    text: &'a str,
-    asked_by: Option<&'a str>,
     deadline: u64,
 }
 
@@ -137,16 +136,13 @@ pub async fn run(
     policy: &Policy,
     still_current: impl Fn() -> Result<(), ApiError>,
 ) -> Result<Exchange, ApiError> {
-    let run = Run {
+    let run = Run::new(
         env,
         room,
-        sandbox: SandboxObject::of(env, room)?,
         policy,
         history,
-        text: &user.text,
-        asked_by: user.user_id.as_deref(),
-        deadline: user.ts as u64 + MESSAGE_BUDGET_MS,
-    };
+        user.ts as u64 + MESSAGE_BUDGET_MS,
+    )?;
     let start = Paused {
         text: user.text.clone(),
         asked_by: user.user_id.clone(),
@@ -173,17 +169,13 @@ pub async fn resume(
     policy: &Policy,
     still_current: impl Fn() -> Result<(), ApiError>,
 ) -> Result<Exchange, ApiError> {
-    let (text, asked_by) = (paused.text.clone(), paused.asked_by.clone());
-    let run = Run {
+    let run = Run::new(
         env,
         room,
-        sandbox: SandboxObject::of(env, room)?,
         policy,
         history,
-        text: &text,
-        asked_by: asked_by.as_deref(),
-        deadline: clock::now_ms() + MESSAGE_BUDGET_MS,
-    };
+        clock::now_ms() + MESSAGE_BUDGET_MS,
+    )?;
     let decided: Vec<(String, Said)> = decided
         .iter()
         .map(|approval| (approval.command.clone(), Said::of_approval(approval)))
@@ -191,7 +183,7 @@ pub async fn resume(
     let mut ran = Vec::with_capacity(decided.len());
     for (cmd, said) in decided {
         still_current()?;
-        let outcome = run.carry_out(&cmd, said).await;
+        let outcome = run.carry_out(&cmd, said, paused.asked_by.as_deref()).await;
         ran.push((cmd, outcome));
     }
     let round = Round {
@@ -205,7 +197,24 @@ pub async fn resume(
     run.go(at, Some(round), &still_current).await
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    fn new(
+        env: &'a Env,
+        room: &'a str,
+        policy: &'a Policy,
+        history: &'a [Message],
+        deadline: u64,
+    ) -> Result<Self, ApiError> {
+        Ok(Self {
+            env,
+            room,
+            sandbox: SandboxObject::of(env, room)?,
+            policy,
+            history,
+            deadline,
+        })
+    }
+
     /// The exchange's loop, from `at`; `decided` is a round whose commands
     /// were already carried out (a resumed exchange's first).
     ///
@@ -233,7 +242,7 @@ impl Run<'_> {
             let (round, not_run) = if let Some(round) = decided.take() {
                 (round, at.not_run)
             } else {
-                let context = context::build(self.history, self.text, &at.follow_ups);
+                let context = context::build(self.history, &at.text, &at.follow_ups);
                 let answer = if at.calls == 0 {
                     ai::answer(self.env, self.room, &context, MESSAGE_BUDGET_MS).await?
                 } else {
@@ -272,7 +281,8 @@ impl Run<'_> {
                 let off = judged.iter().any(|(_, verdict)| *verdict == Verdict::Off);
                 for (cmd, verdict) in judged {
                     still_current()?;
-                    let outcome = self.carry_out(&cmd, Said::of_verdict(&verdict)).await;
+                    let said = Said::of_verdict(&verdict);
+                    let outcome = self.carry_out(&cmd, said, at.asked_by.as_deref()).await;
                     round.ran.push((cmd, outcome));
                 }
                 at.commands_run += allowed;
@@ -304,16 +314,17 @@ impl Run<'_> {
         })
     }
 
-    /// Runs a command the room let through, or records why it did not.
-    async fn carry_out(&self, cmd: &str, said: Said) -> Outcome {
+    /// Runs a command the room let through, or records why it did not;
+    /// `asked_by` sent the message it answers.
+    async fn carry_out(&self, cmd: &str, said: Said, asked_by: Option<&str>) -> Outcome {
         match said {
-            Said::Run(consent) => self.run_command(cmd, &consent).await,
+            Said::Run(consent) => self.run_command(cmd, &consent, asked_by).await,
             Said::Refused { why, consent } => {
                 let entry = AuditEntry {
                     at: clock::now_ms(),
                     command: first_chars(cmd, AUDIT_CMD_CHARS).to_owned(),
                     source: Source::Agent,
-                    asked_by: self.asked_by.map(str::to_owned),
+                    asked_by: asked_by.map(str::to_owned),
                     outcome: AuditOutcome::Refused,
                     decided_by: consent.decided_by,
                     rule: consent.rule,
@@ -329,7 +340,7 @@ impl Run<'_> {
 
     /// Runs a command of the model's in the room's sandbox; the whole call
     /// ends by the exchange's deadline, container start included.
-    async fn run_command(&self, cmd: &str, consent: &Consent) -> Outcome {
+    async fn run_command(&self, cmd: &str, consent: &Consent, asked_by: Option<&str>) -> Outcome {
         if let Err(why) = validate::command(cmd) {
             return Outcome::Failed(format!("command {why}"));
         }
@@ -341,7 +352,7 @@ impl Run<'_> {
             cmd: cmd.to_owned(),
             timeout_ms: budget.timeout_ms,
         };
-        let call = self.sandbox.agent_exec(&request, self.asked_by, consent);
+        let call = self.sandbox.agent_exec(&request, asked_by, consent);
         match timeout::within(budget.wait_ms, call).await {
             Some(Ok(result)) => Outcome::Ran(result),
             Some(Err(why)) => Outcome::Failed(why),

@@ -62,6 +62,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         APPROVAL_TIMEOUT_SECONDS,
         AUDIT_ENTRIES,
         AUDIT_CMD_CHARS,
+        DELTA_INTERVAL_MS,
     ]
 }
 
@@ -152,5 +153,5 @@ fn the_reference_tells_the_model_the_same_thing() {
         !prompt.contains("${"),
         "every placeholder is a limit: {prompt}"
     );
-    assert_eq!(prompt, system_prompt());
+    assert_eq!(prompt, system_prompt(false));
 }

@@ -3,7 +3,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use duet_cf_worker::ai::input;
-use duet_cf_worker::ai::workers_ai::{completion_of, to_js};
+use duet_cf_worker::ai::workers_ai::to_js;
 use duet_cf_worker::api::wire::{Message, Role};
 use duet_cf_worker::chat::context;
 use wasm_bindgen::{JsCast, JsValue};
@@ -31,8 +31,8 @@ fn workers_ai_input_is_a_plain_object() {
             ts: 2,
         },
     ];
-    let messages = context::build(&history, "now", &[]);
-    let value = to_js(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages)).unwrap();
+    let messages = context::build(&history, "now", &[], true);
+    let value = to_js(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages, true)).unwrap();
     assert!(!value.is_instance_of::<Map>());
     assert_eq!(
         Object::get_prototype_of(&value),
@@ -52,27 +52,11 @@ fn workers_ai_input_is_a_plain_object() {
     let switch = get(&value, "chat_template_kwargs");
     assert!(!switch.is_instance_of::<Map>());
     assert_eq!(get(&switch, "enable_thinking").as_bool(), Some(false));
-}
-
-/// Both answer shapes come back from JavaScript as text, without reasoning.
-#[wasm_bindgen_test]
-fn answers_of_either_shape_become_text() {
-    let parse = |json: &str| -> Option<String> {
-        let value = worker::js_sys::JSON::parse(json).unwrap();
-        completion_of(&value).unwrap().text()
-    };
-    assert_eq!(
-        parse(r#"{"response": "hi", "usage": {"total_tokens": 1}}"#).as_deref(),
-        Some("hi")
-    );
-    assert_eq!(
-        parse(r#"{"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>x</think>ok", "reasoning_content": "thoughts"}, "finish_reason": "stop"}]}"#).as_deref(),
-        Some("ok")
-    );
-    assert_eq!(
-        parse(r#"{"choices": [{"message": {"content": null, "reasoning_content": "thoughts"}}]}"#),
-        None
-    );
+    assert_eq!(get(&value, "stream").as_bool(), Some(true));
+    let tools: Array = get(&value, "tools").dyn_into().unwrap();
+    let function = get(&tools.get(0), "function");
+    assert!(!function.is_instance_of::<Map>());
+    assert_eq!(get(&function, "name").as_string().unwrap(), "run_command");
 }
 
 /// SQLite rows reach Rust as arrays of JS values: integers as numbers,

@@ -66,6 +66,7 @@ const SANDBOX_IDLE_SECONDS = 600;
 const ROOM_TTL_SECONDS = 3 * 24 * 3600;
 const AUDIT_ENTRIES = 200;
 const AUDIT_CMD_CHARS = 500;
+const DELTA_INTERVAL_MS = 100;
 
 // ---- the model (src/ai, src/chat/context.rs)
 const DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash";

@@ -106,6 +106,7 @@ impl DuetAgent {
             .filter(|message| message.ts < since)
             .collect();
         let policy = self.policy()?;
+        let watched = self.store.watching()?;
         let done = exchange::resume(
             &self.env,
             room,
@@ -113,13 +114,14 @@ impl DuetAgent {
             ready.paused,
             &ready.decided,
             &policy,
+            watched,
             || self.clock.still_current(epoch),
         )
         .await?;
         self.clock.still_current(epoch)?;
         let (agent, approvals) = self.conclude(done).await?;
         self.store.append(std::slice::from_ref(&agent))?;
-        if self.store.watching()? {
+        if watched {
             self.publish(room, &Event::Message { message: &agent })
                 .await;
             for approval in &approvals {

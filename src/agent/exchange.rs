@@ -13,6 +13,12 @@
 //! is kept by the room with the approvals. Once all are decided, [`resume`]
 //! carries on from there, within the same limits of answers and commands,
 //! and a fresh time budget.
+//!
+//! Each answer streams: when anyone watches the room, its visible text goes
+//! to the live feed as it comes (`delta` events, see `chat::shown`), named
+//! by the exchange's id and the answer's round. An answer that stops coming
+//! before it is done is kept as far as it came, and ends the exchange
+//! without running its commands.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,18 +27,20 @@ use duet_wire::ExecRequest;
 use serde::{Deserialize, Serialize};
 use worker::Env;
 
-use crate::ai;
-use crate::api::limits::{AUDIT_CMD_CHARS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
-use crate::api::live::Source;
+use crate::ai::{self, Answer, Model};
+use crate::api::limits::{AUDIT_CMD_CHARS, DELTA_INTERVAL_MS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
+use crate::api::live::{Event, Source};
 use crate::api::policy::{Policy, Verdict};
 use crate::api::wire::{Approval, AuditEntry, AuditOutcome, Decision, Message};
 use crate::api::{validate, ApiError};
 use crate::chat::budget::{command_budget, follow_up_call};
-use crate::chat::context;
-use crate::chat::rounds::{self, commands_allowed, Round, Stop};
-use crate::chat::run_tags::{self, Outcome};
+use crate::chat::context::{self, ChatMessage};
+use crate::chat::rounds::{self, commands_allowed, FollowUp, Round, Stop};
+use crate::chat::run_tags::Outcome;
+use crate::chat::shown::Shown;
+use crate::chat::tools;
 use crate::room::calls::{Consent, SandboxObject};
-use crate::runtime::{clock, timeout};
+use crate::runtime::{clock, random, timeout};
 use crate::text::first_chars;
 
 /// What an exchange came to: its rounds and why it ended.
@@ -54,19 +62,26 @@ impl Exchange {
 /// An exchange waiting for approvals, as the room stores it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Paused {
+    /// The exchange's id on the live feed.
+    #[serde(default)]
+    pub exchange: String,
     /// The message it answers, who sent it and when: the model's context
     /// is the history before it, the message, then `follow_ups`.
     pub text: String,
     pub asked_by: Option<String>,
     pub since: i64,
-    /// The model's earlier answers, each with its results turn.
-    pub follow_ups: Vec<(String, String)>,
+    /// The model's earlier answers, each with what it heard back.
+    pub follow_ups: Vec<FollowUp>,
     /// Model answers and commands so far, for the exchange's limits.
     pub calls: usize,
     pub commands_run: usize,
     /// The answer whose commands wait; its commands left out (over an
     /// answer's limit), and over the message's limit.
     pub answer: String,
+    /// The waiting answer's tool calls, when it asked through tools (as
+    /// `chat::tools::flatten` stores them).
+    #[serde(default)]
+    pub tool_calls: Vec<String>,
     pub skipped: usize,
     pub not_run: usize,
 }
@@ -121,9 +136,12 @@ struct Run<'a> {
     env: &'a Env,
     room: &'a str,
     sandbox: SandboxObject,
+    model: Model,
     policy: &'a Policy,
     history: &'a [Message],
     deadline: u64,
+    /// Whether anyone watches the room, so that deltas are worth sending.
+    watched: bool,
 }
 
 /// Runs the exchange for `user`'s message under `policy`. `still_current`
@@ -134,6 +152,7 @@ pub async fn run(
     history: &[Message],
     user: &Message,
     policy: &Policy,
+    watched: bool,
     still_current: impl Fn() -> Result<(), ApiError>,
 ) -> Result<Exchange, ApiError> {
     let run = Run::new(
@@ -142,8 +161,10 @@ pub async fn run(
         policy,
         history,
         user.ts as u64 + MESSAGE_BUDGET_MS,
+        watched,
     )?;
     let start = Paused {
+        exchange: random::id('x'),
         text: user.text.clone(),
         asked_by: user.user_id.clone(),
         since: user.ts,
@@ -151,6 +172,7 @@ pub async fn run(
         calls: 0,
         commands_run: 0,
         answer: String::new(),
+        tool_calls: vec![],
         skipped: 0,
         not_run: 0,
     };
@@ -160,6 +182,7 @@ pub async fn run(
 /// Carries on a paused exchange now that its `decided` approvals (in the
 /// order of their commands) are; `history` is the room's, before the
 /// paused exchange's message.
+#[allow(clippy::too_many_arguments)]
 pub async fn resume(
     env: &Env,
     room: &str,
@@ -167,6 +190,7 @@ pub async fn resume(
     paused: Paused,
     decided: &[Approval],
     policy: &Policy,
+    watched: bool,
     still_current: impl Fn() -> Result<(), ApiError>,
 ) -> Result<Exchange, ApiError> {
     let run = Run::new(
@@ -175,19 +199,25 @@ pub async fn resume(
         policy,
         history,
         clock::now_ms() + MESSAGE_BUDGET_MS,
+        watched,
     )?;
-    let decided: Vec<(String, Said)> = decided
-        .iter()
-        .map(|approval| (approval.command.clone(), Said::of_approval(approval)))
-        .collect();
+    // The approvals are the waiting answer's commands, in order.
+    let calls = tools::unflatten(&paused.tool_calls);
+    let (commands, _) = tools::commands(&calls);
     let mut ran = Vec::with_capacity(decided.len());
-    for (cmd, said) in decided {
+    for (at, approval) in decided.iter().enumerate() {
         still_current()?;
-        let outcome = run.carry_out(&cmd, said, paused.asked_by.as_deref()).await;
-        ran.push((cmd, outcome));
+        let timeout_ms = commands.get(at).and_then(|command| command.timeout_ms);
+        let said = Said::of_approval(approval);
+        let cmd = &approval.command;
+        let outcome = run
+            .carry_out(cmd, timeout_ms, said, paused.asked_by.as_deref())
+            .await;
+        ran.push((cmd.clone(), outcome));
     }
     let round = Round {
         answer: paused.answer.clone(),
+        calls,
         prose: String::new(),
         ran,
         skipped: paused.skipped,
@@ -204,14 +234,17 @@ impl<'a> Run<'a> {
         policy: &'a Policy,
         history: &'a [Message],
         deadline: u64,
+        watched: bool,
     ) -> Result<Self, ApiError> {
         Ok(Self {
             env,
             room,
             sandbox: SandboxObject::of(env, room)?,
+            model: Model::configured(env)?,
             policy,
             history,
             deadline,
+            watched,
         })
     }
 
@@ -242,48 +275,66 @@ impl<'a> Run<'a> {
             let (round, not_run) = if let Some(round) = decided.take() {
                 (round, at.not_run)
             } else {
-                let context = context::build(self.history, &at.text, &at.follow_ups);
-                let answer = if at.calls == 0 {
-                    ai::answer(self.env, self.room, &context, MESSAGE_BUDGET_MS).await?
+                let tools = self.model.tools;
+                let context = context::build(self.history, &at.text, &at.follow_ups, tools);
+                let limit = if at.calls == 0 {
+                    MESSAGE_BUDGET_MS
                 } else {
                     let left = self.deadline.saturating_sub(clock::now_ms());
                     let Some(limit) = follow_up_call(left, model_limit) else {
                         break Stop::Budget;
                     };
-                    match ai::answer(self.env, self.room, &context, limit).await {
-                        Ok(answer) => answer,
-                        Err(e) => break Stop::ModelFailed(e.to_string()),
-                    }
+                    limit
+                };
+                let answer = match self
+                    .answer(&context, limit, &at.exchange, at.calls + 1)
+                    .await
+                {
+                    Ok(answer) => answer,
+                    Err(e) if at.calls == 0 => return Err(e),
+                    Err(e) => break Stop::ModelFailed(e.to_string()),
                 };
                 at.calls += 1;
-                let parsed = run_tags::parse(&answer);
-                let allowed = commands_allowed(parsed.commands.len(), at.commands_run);
-                let not_run = parsed.commands.len() - allowed;
-                let judged: Vec<(String, Verdict)> = parsed.commands[..allowed]
-                    .iter()
-                    .map(|cmd| (cmd.to_string(), self.policy.judge(cmd)))
-                    .collect();
+                let asked = rounds::asked(&answer.text, &answer.calls);
                 let mut round = Round {
-                    prose: parsed.prose,
+                    prose: asked.prose,
                     ran: vec![],
-                    skipped: parsed.skipped,
-                    answer,
+                    skipped: asked.skipped,
+                    answer: answer.text,
+                    calls: answer.calls,
                 };
-                if judged.iter().any(|(_, verdict)| *verdict == Verdict::Ask) {
+                if let Some(why) = answer.cut {
+                    rounds.push(round);
+                    break Stop::Cut(why);
+                }
+                let mut commands = asked.commands;
+                let allowed = commands_allowed(commands.len(), at.commands_run);
+                let not_run = commands.len() - allowed;
+                commands.truncate(allowed);
+                let verdicts: Vec<Verdict> = commands
+                    .iter()
+                    .map(|command| self.policy.judge(&command.cmd))
+                    .collect();
+                if verdicts.contains(&Verdict::Ask) {
                     at.answer = round.answer.clone();
+                    at.tool_calls = tools::flatten(&round.calls);
                     at.skipped = round.skipped;
                     at.not_run = not_run;
                     rounds.push(round);
+                    let judged = commands.into_iter().map(|c| c.cmd).zip(verdicts).collect();
                     paused = Some((at, judged));
                     // The room numbers the approvals as it keeps them.
                     break Stop::Waiting(vec![]);
                 }
-                let off = judged.iter().any(|(_, verdict)| *verdict == Verdict::Off);
-                for (cmd, verdict) in judged {
+                let off = verdicts.contains(&Verdict::Off);
+                for (command, verdict) in commands.into_iter().zip(verdicts) {
                     still_current()?;
                     let said = Said::of_verdict(&verdict);
-                    let outcome = self.carry_out(&cmd, said, at.asked_by.as_deref()).await;
-                    round.ran.push((cmd, outcome));
+                    let asked_by = at.asked_by.as_deref();
+                    let outcome = self
+                        .carry_out(&command.cmd, command.timeout_ms, said, asked_by)
+                        .await;
+                    round.ran.push((command.cmd, outcome));
                 }
                 at.commands_run += allowed;
                 if off {
@@ -292,9 +343,8 @@ impl<'a> Run<'a> {
                 }
                 (round, not_run)
             };
-            let asked_nothing = round.ran.is_empty() && not_run == 0;
-            let results = rounds::results_turn(&round);
-            let answer = round.answer.clone();
+            let asked_nothing = round.ran.is_empty() && round.calls.is_empty() && not_run == 0;
+            let follow_up = FollowUp::of(&round);
             rounds.push(round);
             if asked_nothing {
                 break Stop::Done;
@@ -305,7 +355,7 @@ impl<'a> Run<'a> {
             if at.calls == MAX_MODEL_CALLS {
                 break Stop::ModelCalls;
             }
-            at.follow_ups.push((answer, results));
+            at.follow_ups.push(follow_up);
         };
         Ok(Exchange {
             rounds,
@@ -314,11 +364,58 @@ impl<'a> Run<'a> {
         })
     }
 
+    /// The model's answer to `context` within `limit`; while anyone watches,
+    /// its visible text goes to the feed as it comes, at most every
+    /// [`DELTA_INTERVAL_MS`] (the first piece at once).
+    async fn answer(
+        &self,
+        context: &[ChatMessage<'_>],
+        limit: u64,
+        exchange: &str,
+        round: usize,
+    ) -> Result<Answer, ApiError> {
+        let mut arriving = ai::ask(self.env, &self.model, self.room, context, limit).await?;
+        let mut shown = Shown::new(self.model.thinks_inline);
+        let mut last = 0;
+        while let Some(piece) = arriving.next().await {
+            if !self.watched {
+                continue;
+            }
+            shown.push(&piece);
+            let now = clock::now_ms();
+            if now.saturating_sub(last) >= DELTA_INTERVAL_MS {
+                if let Some(text) = shown.take(false) {
+                    self.delta(exchange, round, &text).await;
+                    last = now;
+                }
+            }
+        }
+        if let Some(text) = shown.take(true).filter(|_| self.watched) {
+            self.delta(exchange, round, &text).await;
+        }
+        arriving.finish()
+    }
+
+    async fn delta(&self, exchange: &str, round: usize, text: &str) {
+        let event = Event::Delta {
+            exchange,
+            round,
+            text,
+        };
+        self.sandbox.publish(&event).await;
+    }
+
     /// Runs a command the room let through, or records why it did not;
     /// `asked_by` sent the message it answers.
-    async fn carry_out(&self, cmd: &str, said: Said, asked_by: Option<&str>) -> Outcome {
+    async fn carry_out(
+        &self,
+        cmd: &str,
+        timeout_ms: Option<u64>,
+        said: Said,
+        asked_by: Option<&str>,
+    ) -> Outcome {
         match said {
-            Said::Run(consent) => self.run_command(cmd, &consent, asked_by).await,
+            Said::Run(consent) => self.run_command(cmd, timeout_ms, &consent, asked_by).await,
             Said::Refused { why, consent } => {
                 let entry = AuditEntry {
                     at: clock::now_ms(),
@@ -338,9 +435,16 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Runs a command of the model's in the room's sandbox; the whole call
-    /// ends by the exchange's deadline, container start included.
-    async fn run_command(&self, cmd: &str, consent: &Consent, asked_by: Option<&str>) -> Outcome {
+    /// Runs a command of the model's in the room's sandbox, within the time
+    /// limit it asked for if any; the whole call ends by the exchange's
+    /// deadline, container start included.
+    async fn run_command(
+        &self,
+        cmd: &str,
+        timeout_ms: Option<u64>,
+        consent: &Consent,
+        asked_by: Option<&str>,
+    ) -> Outcome {
         if let Err(why) = validate::command(cmd) {
             return Outcome::Failed(format!("command {why}"));
         }
@@ -350,7 +454,7 @@ impl<'a> Run<'a> {
         };
         let request = ExecRequest {
             cmd: cmd.to_owned(),
-            timeout_ms: budget.timeout_ms,
+            timeout_ms: timeout_ms.map_or(budget.timeout_ms, |ms| ms.min(budget.timeout_ms)),
         };
         let call = self.sandbox.agent_exec(&request, asked_by, consent);
         match timeout::within(budget.wait_ms, call).await {

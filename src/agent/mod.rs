@@ -192,12 +192,13 @@ impl DuetAgent {
             text: request.text,
             ts: started as i64,
         };
-        // Watchers see the message at once, and its reply when it is stored.
+        // Watchers see the message at once, the answer as it comes, and the
+        // reply when it is stored.
         let watched = self.store.watching()?;
         if watched {
             self.publish(room, &Event::Message { message: &user }).await;
         }
-        let (agent, approvals) = match self.exchange(room, &user).await {
+        let (agent, approvals) = match self.exchange(room, &user, watched).await {
             Ok(done) => done,
             Err(e) => {
                 if watched {
@@ -231,13 +232,21 @@ impl DuetAgent {
         &self,
         room: &str,
         user: &Message,
+        watched: bool,
     ) -> Result<(Message, Vec<Approval>), ApiError> {
         let epoch = self.clock.epoch();
         let history = self.store.recent()?;
         let policy = self.policy()?;
-        let done = exchange::run(&self.env, room, &history, user, &policy, || {
-            self.clock.still_current(epoch)
-        })
+        let still_current = || self.clock.still_current(epoch);
+        let done = exchange::run(
+            &self.env,
+            room,
+            &history,
+            user,
+            &policy,
+            watched,
+            still_current,
+        )
         .await?;
         if done.reply().is_empty() {
             // Some models refuse an empty assistant turn in the history.

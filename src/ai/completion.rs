@@ -1,46 +1,40 @@
-//! A model's answer, read the same way from both backends.
-//!
-//! Workers AI answers in one of two shapes, depending on the model: the
-//! older `{"response": "..."}`, or the OpenAI `chat.completion` object
-//! (`choices[0].message.content`), which OpenAI-compatible servers use too.
-//! Only the answer's text is read: `reasoning_content` (a reasoning model's
-//! thoughts) is never deserialized, and `<think>…</think>` blocks, which
-//! local reasoning models put into the content itself, are cut out, so a
-//! model's thinking never reaches the room or its history.
-//!
-//! It is read through `serde_json::Value`, whose parser the worker links
-//! anyway (request bodies are read with it), not through derived structs:
-//! each derived parser is one more copy in the upload.
+//! A model's answer as it came from its stream (`stream`): its text, and
+//! its tool calls. Its text is read without the model's thinking:
+//! `reasoning_content` never reaches it, and `<think>…</think>` blocks,
+//! which local reasoning models put into the content itself, are cut out,
+//! so a model's thinking never reaches the room or its history.
 
-use serde_json::Value;
+use crate::chat::tools::ToolCall;
 
-/// A model's answer: the text it holds, if any, as either shape has it.
+/// A model's answer: the text it holds, if any, as either shape has it,
+/// and its tool calls.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Completion {
     raw: Option<String>,
+    calls: Vec<ToolCall>,
 }
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 
 impl Completion {
-    /// Reads an answer of either shape; unknown fields (usage, ids,
-    /// reasoning) are not looked at. `None` if it is not a JSON object.
-    pub fn parse(json: &str) -> Option<Self> {
-        let answer: Value = serde_json::from_str(json).ok()?;
-        let text = match &answer["response"] {
-            Value::String(text) => Some(text.as_str()),
-            _ => answer["choices"][0]["message"]["content"].as_str(),
-        };
-        answer.is_object().then(|| Self {
-            raw: text.map(str::to_owned),
-        })
+    pub fn new(raw: Option<String>, calls: Vec<ToolCall>) -> Self {
+        Self { raw, calls }
+    }
+
+    /// The tool calls the answer makes, in order.
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.calls
+    }
+
+    pub fn into_calls(self) -> Vec<ToolCall> {
+        self.calls
     }
 
     /// The answer's text without any thinking, trimmed; `None` when nothing
     /// is left (no text at all, or only thoughts).
-    pub fn text(self) -> Option<String> {
-        let text = without_thinking(&self.raw?);
+    pub fn text(&self) -> Option<String> {
+        let text = without_thinking(self.raw.as_deref()?);
         let text = text.trim();
         (!text.is_empty()).then(|| text.to_owned())
     }
@@ -74,42 +68,20 @@ pub fn without_thinking(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn text(json: &str) -> Option<String> {
-        Completion::parse(json).unwrap().text()
+    fn text(raw: &str) -> Option<String> {
+        Completion::new(Some(raw.into()), vec![]).text()
     }
 
     #[test]
-    fn reads_the_response_shape() {
+    fn the_text_is_trimmed_and_none_when_empty() {
         assert_eq!(
-            text(r#"{"response": " hi <run>ls</run> ", "usage": {"total_tokens": 3}}"#).as_deref(),
+            text(" hi <run>ls</run> ").as_deref(),
             Some("hi <run>ls</run>")
         );
-    }
-
-    #[test]
-    fn reads_the_chat_completion_shape_without_reasoning() {
-        let json = r#"{
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": "Let me look.", "reasoning_content": "SECRET THOUGHTS"}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-        }"#;
-        assert_eq!(text(json).as_deref(), Some("Let me look."));
-    }
-
-    #[test]
-    fn no_text_is_none() {
-        for json in [
-            r#"{}"#,
-            r#"{"response": ""}"#,
-            r#"{"response": "  \n"}"#,
-            r#"{"choices": []}"#,
-            r#"{"choices": [{"message": {"content": null, "reasoning_content": "all budget spent thinking"}}]}"#,
-            r#"{"choices": [{"message": {"role": "assistant"}}]}"#,
-            r#"{"choices": [{"message": {"content": "<think>only thoughts</think>"}}]}"#,
-        ] {
-            assert_eq!(text(json), None, "{json}");
+        for raw in ["", "  \n", "<think>only thoughts</think>"] {
+            assert_eq!(text(raw), None, "{raw:?}");
         }
+        assert_eq!(Completion::new(None, vec![]).text(), None);
     }
 
     #[test]

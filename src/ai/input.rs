@@ -12,10 +12,17 @@
 //! the properties every chat model accepts. Both backends send the same
 //! input, since local servers (vLLM, llama.cpp, Ollama) follow the same
 //! model families.
+//!
+//! Every answer is asked to stream (`stream: true`). The OpenAI-style
+//! families are the ones whose catalog entries list function calling in the
+//! OpenAI shape; they are offered the agent's tool (`chat::tools`), unless
+//! `AI_TOOLS` says otherwise. The rest ask through `<run>` tags.
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use crate::chat::context::ChatMessage;
+use crate::chat::tools;
 
 /// Output tokens asked of the model: room for a short, practical answer.
 pub const MAX_OUTPUT_TOKENS: u32 = 512;
@@ -23,6 +30,9 @@ pub const MAX_OUTPUT_TOKENS: u32 = 512;
 #[derive(Debug, Serialize)]
 pub struct Input<'a> {
     pub messages: &'a [ChatMessage<'a>],
+    pub stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<&'static RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,10 +80,29 @@ fn family(model: &str) -> Family {
     }
 }
 
-/// The input for `model`, asking for at most [`MAX_OUTPUT_TOKENS`].
-pub fn for_model<'a>(model: &str, messages: &'a [ChatMessage<'a>]) -> Input<'a> {
+/// Whether `model` is offered tools by default: the OpenAI-style families.
+pub fn calls_tools(model: &str) -> bool {
+    matches!(family(model), Family::Hybrid { .. })
+}
+
+/// Whether `model`'s chat template opens its thinking block in the prompt,
+/// so that its text starts as thoughts with no `<think>` (DeepSeek R1's
+/// distillations, QwQ).
+pub fn thinks_inline(model: &str) -> bool {
+    let name = model.to_ascii_lowercase();
+    name.contains("deepseek-r1") || name.contains("qwq")
+}
+
+/// The input for `model`, asking for at most [`MAX_OUTPUT_TOKENS`], with
+/// the agent's tools when `tools`.
+pub fn for_model<'a>(model: &str, messages: &'a [ChatMessage<'a>], tools: bool) -> Input<'a> {
+    let tools = tools.then(|| {
+        serde_json::from_str::<&RawValue>(tools::DEFINITIONS).expect("the tools are JSON")
+    });
     let mut input = Input {
         messages,
+        stream: true,
+        tools,
         max_tokens: None,
         max_completion_tokens: None,
         chat_template_kwargs: None,
@@ -102,11 +131,26 @@ mod tests {
     use super::*;
 
     fn json(model: &str) -> serde_json::Value {
-        let messages = [ChatMessage {
-            role: "user",
-            content: "hi",
-        }];
-        serde_json::to_value(for_model(model, &messages)).unwrap()
+        let messages = [ChatMessage::text("user", "hi")];
+        serde_json::to_value(for_model(model, &messages, false)).unwrap()
+    }
+
+    #[test]
+    fn tools_are_offered_when_asked_and_every_answer_streams() {
+        let messages = [ChatMessage::text("user", "hi")];
+        let input =
+            serde_json::to_value(for_model("@cf/zai-org/glm-4.7-flash", &messages, true)).unwrap();
+        assert_eq!(input["stream"], true);
+        assert_eq!(input["tools"][0]["function"]["name"], tools::RUN_COMMAND);
+        assert!(json("@cf/zai-org/glm-4.7-flash").get("tools").is_none());
+        assert!(calls_tools("@cf/zai-org/glm-4.7-flash"));
+        assert!(calls_tools("@cf/moonshotai/kimi-k2.6"));
+        assert!(!calls_tools("@cf/meta/llama-3.3-70b-instruct-fp8-fast"));
+        assert!(!calls_tools("@cf/openai/gpt-oss-20b"));
+        assert!(thinks_inline(
+            "@cf/deepseek-ai/deepseek-r1-distill-qwen-32b"
+        ));
+        assert!(!thinks_inline("qwen3:8b"));
     }
 
     #[test]
@@ -123,6 +167,7 @@ mod tests {
                 json(model),
                 serde_json::json!({
                     "messages": [{"role": "user", "content": "hi"}],
+                    "stream": true,
                     "max_completion_tokens": MAX_OUTPUT_TOKENS,
                     "chat_template_kwargs": {"enable_thinking": false},
                 }),
@@ -160,6 +205,7 @@ mod tests {
                 json(model),
                 serde_json::json!({
                     "messages": [{"role": "user", "content": "hi"}],
+                    "stream": true,
                     "max_tokens": MAX_OUTPUT_TOKENS,
                 }),
                 "{model}"

@@ -1,17 +1,19 @@
 //! An OpenAI-compatible chat completions server, for running without Workers
 //! AI. `AI_BASE_URL` is the server's root; a trailing `/v1` is accepted too.
 //!
+//! The answer streams (`text/event-stream`), as OpenAI, Ollama, vLLM and
+//! llama.cpp's server all do when asked; a server that answers otherwise is
+//! refused, saying so.
+//!
 //! Errors name the server by its origin only: a URL may carry credentials
 //! (`http://user:password@host`), and an upstream's error body may echo the
 //! user's message, so neither goes into an answer or a log.
 
 use serde::Serialize;
 use wasm_bindgen::JsValue;
-use worker::{Fetch, Headers, Method, Request};
+use worker::{ByteStream, Fetch, Headers, Method, Request};
 
-use super::completion::Completion;
-use super::input::{self, Input};
-use crate::chat::context::ChatMessage;
+use super::input::Input;
 use crate::runtime::outgoing::{self, Parts};
 
 #[derive(Serialize)]
@@ -19,7 +21,6 @@ struct Body<'a> {
     model: &'a str,
     #[serde(flatten)]
     input: Input<'a>,
-    stream: bool,
 }
 
 /// The completions URL for a configured base.
@@ -48,15 +49,10 @@ pub(super) async fn ask(
     base_url: &str,
     key: Option<&str>,
     model: &str,
-    messages: &[ChatMessage<'_>],
-) -> Result<Completion, String> {
+    input: Input<'_>,
+) -> Result<ByteStream, String> {
     let server = origin(base_url);
-    let body = serde_json::to_string(&Body {
-        model,
-        input: input::for_model(model, messages),
-        stream: false,
-    })
-    .map_err(|e| e.to_string())?;
+    let body = serde_json::to_string(&Body { model, input }).map_err(|e| e.to_string())?;
     let request = build(&endpoint(base_url), key, body)
         .map_err(|_| format!("AI_BASE_URL is not a usable URL ({server})"))?;
     let mut response = Fetch::Request(request)
@@ -70,12 +66,16 @@ pub(super) async fn ask(
         )),
         status => return Err(format!("{server} answered {status}")),
     }
-    let text = response
-        .text()
-        .await
-        .map_err(|_| format!("{server} broke off its answer"))?;
-    Completion::parse(&text)
-        .ok_or_else(|| format!("{server} sent an answer that is not a chat completion"))
+    let kind = response.headers().get("content-type").ok().flatten();
+    match kind {
+        Some(kind) if kind.starts_with("text/event-stream") => response
+            .stream()
+            .map_err(|_| format!("{server} broke off its answer")),
+        kind => Err(format!(
+            "{server} answered without streaming ({}); use a server that streams chat completions",
+            kind.as_deref().unwrap_or("no content-type")
+        )),
+    }
 }
 
 fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> {
@@ -96,6 +96,8 @@ fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ai::input;
+    use crate::chat::context::ChatMessage;
 
     #[test]
     fn endpoint_accepts_root_or_v1() {
@@ -129,15 +131,11 @@ mod tests {
     }
 
     #[test]
-    fn the_body_is_the_model_input_plus_model_and_stream() {
-        let messages = [ChatMessage {
-            role: "user",
-            content: "hi",
-        }];
+    fn the_body_is_the_model_input_plus_model() {
+        let messages = [ChatMessage::text("user", "hi")];
         let body = serde_json::to_value(Body {
             model: "qwen3:8b",
-            input: input::for_model("qwen3:8b", &messages),
-            stream: false,
+            input: input::for_model("qwen3:8b", &messages, false),
         })
         .unwrap();
         assert_eq!(
@@ -147,7 +145,7 @@ mod tests {
                 "messages": [{"role": "user", "content": "hi"}],
                 "max_completion_tokens": input::MAX_OUTPUT_TOKENS,
                 "chat_template_kwargs": {"enable_thinking": false},
-                "stream": false,
+                "stream": true,
             })
         );
     }

@@ -1,21 +1,24 @@
-//! The Workers AI binding. Input and answer cross into and out of
-//! JavaScript as JSON text (`JSON.parse`, `JSON.stringify`), read and written
-//! by serde_json, which the worker links anyway: serde_wasm_bindgen would
-//! cost a few KiB of the upload for the same objects.
+//! The Workers AI binding. The input crosses into JavaScript as JSON text
+//! (`JSON.parse`), written by serde_json, which the worker links anyway:
+//! serde_wasm_bindgen would cost a few KiB of the upload for the same
+//! object.
+//!
+//! Asked to stream, the binding answers the service's event stream as it
+//! comes (a `ReadableStream`).
 //!
 //! The binding throws the service's errors as `<name>: <code>: <description>`
 //! (e.g. `AiError: 5007: No such model …`); the code says what went wrong,
 //! whatever the name.
 
 use worker::js_sys::JSON;
-use worker::wasm_bindgen::JsValue;
+use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::wasm_bindgen_futures::JsFuture;
+use worker::web_sys::ReadableStream;
 use worker::worker_sys::Ai;
+use worker::ByteStream;
 
-use super::completion::Completion;
-use super::input::{self, Input};
+use super::input::Input;
 use super::{Failure, CATALOG};
-use crate::chat::context::ChatMessage;
 use crate::runtime::ai_options::{self, RunOptions};
 
 /// What local development's stand-in binding throws.
@@ -24,10 +27,10 @@ const LOCAL_ONLY: &str = "needs to be run remotely";
 pub(super) async fn ask(
     ai: &Ai,
     model: &str,
-    messages: &[ChatMessage<'_>],
+    input: &Input<'_>,
     options: &RunOptions<'_>,
-) -> Result<Completion, Failure> {
-    run(ai, model, &input::for_model(model, messages), options)
+) -> Result<ByteStream, Failure> {
+    run(ai, model, input, options)
         .await
         .map_err(|e| failure(model, &e))
 }
@@ -38,11 +41,14 @@ async fn run(
     model: &str,
     input: &Input<'_>,
     options: &RunOptions<'_>,
-) -> Result<Completion, String> {
+) -> Result<ByteStream, String> {
     let input = to_js(input)?;
     let call = ai_options::run(ai, model, input, options).map_err(thrown)?;
     let answer = JsFuture::from(call).await.map_err(thrown)?;
-    completion_of(&answer)
+    let stream = answer
+        .dyn_into::<ReadableStream>()
+        .map_err(|_| "the binding answered without streaming".to_owned())?;
+    Ok(ByteStream::from(stream))
 }
 
 fn thrown(e: JsValue) -> String {
@@ -53,14 +59,6 @@ fn thrown(e: JsValue) -> String {
 pub fn to_js(input: &Input<'_>) -> Result<JsValue, String> {
     let input = serde_json::to_string(input).expect("an input serializes");
     JSON::parse(&input).map_err(thrown)
-}
-
-/// The binding's answer, read.
-pub fn completion_of(answer: &JsValue) -> Result<Completion, String> {
-    // `undefined` stringifies to nothing, which serde_json then refuses.
-    let answer = JSON::stringify(answer).map_err(thrown)?;
-    Completion::parse(&answer.as_string().unwrap_or_default())
-        .ok_or_else(|| "the answer is not a JSON object".to_owned())
 }
 
 /// What a thrown error means, in words that say what to do about it.

@@ -36,6 +36,10 @@ pub const QUOTED_CMD_CHARS: usize = 200;
 pub const MAX_HISTORY_CONTEXT_CHARS: usize = 16_000;
 /// Longest model answer kept, in characters; the rest is cut.
 pub const MAX_MODEL_ANSWER_CHARS: usize = 8_000;
+/// The live feed gets a model's answer in `delta` events at most this
+/// often, each carrying what came since the last: fast enough to read as
+/// typing, and at most ten events a second per exchange.
+pub const DELTA_INTERVAL_MS: u64 = 100;
 /// Time the model may take before the request fails with 504.
 pub const AI_TIMEOUT_MS: u64 = 15_000;
 /// A whole `/message` exchange (model and commands) ends within this, so the

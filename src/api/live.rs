@@ -72,6 +72,14 @@ pub enum Event<'a> {
     /// A message as it is stored (a user's when the exchange starts, the
     /// agent's when it ends).
     Message { message: &'a Message },
+    /// A piece of the agent's answer as the model writes it: what of round
+    /// `round` (its first answer is 1) became visible since the last delta.
+    /// The agent's message that ends the exchange is what counts.
+    Delta {
+        exchange: &'a str,
+        round: usize,
+        text: &'a str,
+    },
     /// An exchange failed; its user message is not kept.
     Failed { error: &'a str },
     /// A command starts.
@@ -202,6 +210,15 @@ mod tests {
         assert_eq!(
             frame(&Event::Message { message: &m }.to_json(), 1),
             r#"{"seq":1,"type":"message","message":{"role":"user","userId":"ana","text":"hi","ts":5}}"#
+        );
+        let delta = Event::Delta {
+            exchange: "x1",
+            round: 2,
+            text: "Let me",
+        };
+        assert_eq!(
+            frame(&delta.to_json(), 4),
+            r#"{"seq":4,"type":"delta","exchange":"x1","round":2,"text":"Let me"}"#
         );
         let output = Event::Output {
             id: "c1",

@@ -15,77 +15,112 @@ use crate::api::limits::{
     MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER,
 };
 use crate::api::wire::{Message, Role};
+use crate::chat::rounds::FollowUp;
+use crate::chat::tools::{ToolCall, RUN_COMMAND};
 
 /// Tells the model how to behave in a shared terminal room, with the limits
-/// the exchange enforces (`rounds`), so the two cannot disagree.
-pub fn system_prompt() -> &'static str {
-    static PROMPT: OnceLock<String> = OnceLock::new();
-    PROMPT.get_or_init(|| {
-        format!(
-            "You are Duet, a pair-programming assistant in a shared terminal room. Several \
-             people may talk to you; be concise and practical. You can run shell commands in \
-             the room's Linux sandbox (bash; files and the working directory persist between \
-             commands). To run a command, write it exactly, alone, inside <run>...</run>, for \
-             example <run>ls -la</run>. Use at most {MAX_RUNS_PER_ANSWER} <run> tags in one \
-             answer. After your answer the commands run in order, and you get their results \
-             (exit code and output) in a message marked as coming from the sandbox; you may \
-             then run more commands the same way, or give your final answer without <run> \
-             tags. You have at most {MAX_MODEL_CALLS} answers and \
-             {MAX_COMMANDS_PER_MESSAGE} commands per user message, so plan them. Everyone in \
-             the room sees your answers and a short summary of each command's output. Never \
-             invent or predict a command's output. Only run commands that help with what was \
-             asked; never run destructive commands unless asked."
-        )
-    })
+/// the exchange enforces (`rounds`), so the two cannot disagree; `tools`
+/// when it asks through the `run_command` tool (`chat::tools`), not tags.
+pub fn system_prompt(tools: bool) -> &'static str {
+    static PROMPTS: OnceLock<[String; 2]> = OnceLock::new();
+    let prompts = PROMPTS.get_or_init(|| {
+        let how = [
+            format!(
+                "To run a command, write it exactly, alone, inside <run>...</run>, for example \
+                 <run>ls -la</run>. Use at most {MAX_RUNS_PER_ANSWER} <run> tags in one answer. \
+                 After your answer the commands run in order, and you get their results (exit \
+                 code and output) in a message marked as coming from the sandbox; you may then \
+                 run more commands the same way, or give your final answer without <run> tags."
+            ),
+            format!(
+                "To run a command, call the {RUN_COMMAND} tool; call it at most \
+                 {MAX_RUNS_PER_ANSWER} times in one answer. After your answer the commands run \
+                 in order, and you get each result (exit code and output) back; you may then \
+                 run more commands the same way, or give your final answer without calling it."
+            ),
+        ];
+        how.map(|how| {
+            format!(
+                "You are Duet, a pair-programming assistant in a shared terminal room. Several \
+                 people may talk to you; be concise and practical. You can run shell commands \
+                 in the room's Linux sandbox (bash; files and the working directory persist \
+                 between commands). {how} You have at most {MAX_MODEL_CALLS} answers and \
+                 {MAX_COMMANDS_PER_MESSAGE} commands per user message, so plan them. Everyone \
+                 in the room sees your answers and a short summary of each command's output. \
+                 Never invent or predict a command's output. Only run commands that help with \
+                 what was asked; never run destructive commands unless asked."
+            )
+        })
+    });
+    &prompts[usize::from(tools)]
 }
 
 /// One turn of an OpenAI-style chat, the shape both backends accept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChatMessage<'a> {
     pub role: &'static str,
-    pub content: &'a str,
+    /// `None` (sent as null) only for a model's turn of tool calls alone.
+    pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tool_calls: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+}
+
+impl<'a> ChatMessage<'a> {
+    pub fn text(role: &'static str, content: &'a str) -> Self {
+        Self {
+            role,
+            content: Some(content),
+            tool_calls: &[],
+            tool_call_id: None,
+        }
+    }
 }
 
 /// Builds the model's input: system prompt, the stored history that fits
 /// (oldest first), new text, then each earlier answer of this exchange and
-/// the results turn that followed it.
+/// what followed it: a results turn, or a `tool` turn per call.
 pub fn build<'a>(
     history: &'a [Message],
     text: &'a str,
-    follow_ups: &'a [(String, String)],
+    follow_ups: &'a [FollowUp],
+    tools: bool,
 ) -> Vec<ChatMessage<'a>> {
-    let system = ChatMessage {
-        role: "system",
-        content: system_prompt(),
-    };
-    let past = recent_that_fit(history).iter().map(|m| ChatMessage {
-        role: match m.role {
+    let system = ChatMessage::text("system", system_prompt(tools));
+    let past = recent_that_fit(history).iter().map(|m| {
+        let role = match m.role {
             Role::User => "user",
             Role::Agent => "assistant",
-        },
-        content: &m.text,
+        };
+        ChatMessage::text(role, &m.text)
     });
-    let new = ChatMessage {
-        role: "user",
-        content: text,
-    };
-    let rounds = follow_ups.iter().flat_map(|(answer, results)| {
-        [
-            ChatMessage {
-                role: "assistant",
-                content: answer,
-            },
-            ChatMessage {
-                role: "user",
-                content: results,
-            },
-        ]
-    });
-    std::iter::once(system)
+    let mut context: Vec<ChatMessage<'a>> = std::iter::once(system)
         .chain(past)
-        .chain(std::iter::once(new))
-        .chain(rounds)
-        .collect()
+        .chain(std::iter::once(ChatMessage::text("user", text)))
+        .collect();
+    for follow_up in follow_ups {
+        if follow_up.calls.is_empty() {
+            context.push(ChatMessage::text("assistant", &follow_up.answer));
+            context.push(ChatMessage::text("user", &follow_up.results));
+            continue;
+        }
+        context.push(ChatMessage {
+            role: "assistant",
+            content: Some(follow_up.answer.as_str()).filter(|text| !text.is_empty()),
+            tool_calls: &follow_up.calls,
+            tool_call_id: None,
+        });
+        for (call, result) in follow_up.calls.iter().zip(&follow_up.tool_results) {
+            context.push(ChatMessage {
+                role: "tool",
+                content: Some(result),
+                tool_calls: &[],
+                tool_call_id: Some(&call.id),
+            });
+        }
+    }
+    context
 }
 
 /// The longest suffix of `history` within [`MAX_HISTORY_CONTEXT_CHARS`]
@@ -113,8 +148,7 @@ mod tests {
     use super::*;
 
     /// The number written right after each `before` in the prompt, if any.
-    fn numbers_after(before: &str) -> Vec<Option<usize>> {
-        let prompt = system_prompt();
+    fn numbers_after(prompt: &str, before: &str) -> Vec<Option<usize>> {
         prompt
             .match_indices(before)
             .map(|(at, _)| {
@@ -127,11 +161,17 @@ mod tests {
 
     #[test]
     fn the_prompt_states_the_limits_the_exchange_keeps() {
-        assert_eq!(
-            numbers_after("at most "),
-            [Some(MAX_RUNS_PER_ANSWER), Some(MAX_MODEL_CALLS)]
-        );
-        assert!(numbers_after("answers and ").contains(&Some(MAX_COMMANDS_PER_MESSAGE)));
+        for tools in [false, true] {
+            let prompt = system_prompt(tools);
+            assert_eq!(
+                numbers_after(prompt, "at most "),
+                [Some(MAX_RUNS_PER_ANSWER), Some(MAX_MODEL_CALLS)]
+            );
+            assert!(numbers_after(prompt, "answers and ").contains(&Some(MAX_COMMANDS_PER_MESSAGE)));
+        }
+        assert!(system_prompt(false).contains("<run>"));
+        assert!(!system_prompt(true).contains("<run>"));
+        assert!(system_prompt(true).contains(RUN_COMMAND));
     }
 
     #[test]
@@ -150,19 +190,31 @@ mod tests {
                 ts: 2,
             },
         ];
-        let context = build(&history, "list files", &[]);
+        let context = build(&history, "list files", &[], false);
         let roles: Vec<_> = context.iter().map(|m| m.role).collect();
         assert_eq!(roles, ["system", "user", "assistant", "user"]);
-        assert_eq!(context[3].content, "list files");
-        assert_eq!(context[2].content, "hello");
-        assert!(context[0].content.contains("<run>"));
+        assert_eq!(context[3].content, Some("list files"));
+        assert_eq!(context[2].content, Some("hello"));
+        assert_eq!(context[0].content, Some(system_prompt(false)));
+        assert_eq!(
+            build(&history, "x", &[], true)[0].content,
+            Some(system_prompt(true))
+        );
     }
 
     #[test]
     fn follow_ups_come_after_the_new_message_as_answer_then_results() {
-        let follow_ups = [("a <run>ls</run>".to_string(), "[results]".to_string())];
-        let context = build(&[], "list files", &follow_ups);
-        let turns: Vec<_> = context.iter().map(|m| (m.role, m.content)).collect();
+        let follow_ups = [FollowUp {
+            answer: "a <run>ls</run>".into(),
+            results: "[results]".into(),
+            calls: vec![],
+            tool_results: vec![],
+        }];
+        let context = build(&[], "list files", &follow_ups, false);
+        let turns: Vec<_> = context
+            .iter()
+            .map(|m| (m.role, m.content.unwrap()))
+            .collect();
         assert_eq!(
             turns[1..],
             [
@@ -170,6 +222,46 @@ mod tests {
                 ("assistant", "a <run>ls</run>"),
                 ("user", "[results]")
             ]
+        );
+    }
+
+    #[test]
+    fn tool_calls_are_answered_by_one_tool_turn_each() {
+        let call = |id: &str| ToolCall::new(id.into(), RUN_COMMAND.into(), "{}".into());
+        let follow_ups = [
+            FollowUp {
+                answer: String::new(),
+                results: String::new(),
+                calls: vec![call("a"), call("b")],
+                tool_results: vec!["one".into(), "two".into()],
+            },
+            FollowUp {
+                answer: "Let me see.".into(),
+                results: String::new(),
+                calls: vec![call("c")],
+                tool_results: vec!["three".into()],
+            },
+        ];
+        let json = serde_json::to_value(build(&[], "go", &follow_ups, true)).unwrap();
+        let turns = &json.as_array().unwrap()[2..];
+        assert_eq!(turns[0]["role"], "assistant");
+        assert_eq!(
+            turns[0]["content"],
+            serde_json::Value::Null,
+            "no text: null"
+        );
+        assert_eq!(turns[0]["tool_calls"][1]["id"], "b");
+        assert_eq!(
+            turns[1],
+            serde_json::json!({"role": "tool", "content": "one", "tool_call_id": "a"})
+        );
+        assert_eq!(turns[2]["tool_call_id"], "b");
+        assert_eq!(turns[3]["content"], "Let me see.");
+        assert_eq!(turns[4]["content"], "three");
+        assert_eq!(turns.len(), 5);
+        assert!(
+            json[1].get("tool_calls").is_none(),
+            "plain turns carry no calls"
         );
     }
 
@@ -195,21 +287,24 @@ mod tests {
     fn long_history_drops_the_oldest_exchanges_first() {
         // Ten exchanges of 2 × 8,000 characters: 160,000 in all.
         let history: Vec<Message> = (0..10).flat_map(|n| exchange(n, 8_000)).collect();
-        let context = build(&history, "now", &[]);
+        let context = build(&history, "now", &[], false);
         assert_eq!(context.first().unwrap().role, "system");
-        assert_eq!(context.last().unwrap().content, "now");
+        assert_eq!(context.last().unwrap().content, Some("now"));
         let past = &context[1..context.len() - 1];
-        let chars: usize = past.iter().map(|m| m.content.chars().count()).sum();
+        let chars: usize = past
+            .iter()
+            .map(|m| m.content.unwrap().chars().count())
+            .sum();
         assert!(chars <= MAX_HISTORY_CONTEXT_CHARS, "{chars}");
         assert_eq!(past.len(), 2, "the newest whole exchange");
-        assert!(past[0].content.starts_with('9'));
+        assert!(past[0].content.unwrap().starts_with('9'));
         assert_eq!(past[0].role, "user");
     }
 
     #[test]
     fn history_that_fits_is_sent_whole() {
         let history: Vec<Message> = (0..10).flat_map(|n| exchange(n, 100)).collect();
-        assert_eq!(build(&history, "now", &[]).len(), 22);
+        assert_eq!(build(&history, "now", &[], false).len(), 22);
     }
 
     #[test]
@@ -218,15 +313,15 @@ mod tests {
         history.extend(exchange(1, 4_000));
         // 4,000 + 4,000 + 7,000 fit, the first user turn does not: its agent
         // reply is left out too.
-        let context = build(&history, "now", &[]);
+        let context = build(&history, "now", &[], false);
         let roles: Vec<_> = context.iter().map(|m| m.role).collect();
         assert_eq!(roles, ["system", "user", "assistant", "user"]);
-        assert!(context[1].content.starts_with('1'));
+        assert!(context[1].content.unwrap().starts_with('1'));
     }
 
     #[test]
     fn an_oversized_history_is_left_out_entirely() {
         let history: Vec<Message> = exchange(0, MAX_HISTORY_CONTEXT_CHARS + 1).into();
-        assert_eq!(build(&history, "now", &[]).len(), 2);
+        assert_eq!(build(&history, "now", &[], false).len(), 2);
     }
 }

@@ -7,3 +7,5 @@ pub mod budget;
 pub mod context;
 pub mod rounds;
 pub mod run_tags;
+pub mod shown;
+pub mod tools;

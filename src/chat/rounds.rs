@@ -16,10 +16,14 @@
 //! is cut to [`MAX_TEXT_CHARS`], the bound of every stored message; its last
 //! lines (the note) are kept.
 
+use serde::{Deserialize, Serialize};
+
 use crate::api::limits::{
-    MAX_COMMANDS_PER_MESSAGE, MAX_MODEL_CALLS, MAX_TEXT_CHARS, MODEL_OUTPUT_CHARS,
+    MAX_COMMANDS_PER_MESSAGE, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER, MAX_TEXT_CHARS,
+    MODEL_OUTPUT_CHARS,
 };
-use crate::chat::run_tags::{answer_text, quoted, Outcome};
+use crate::chat::run_tags::{self, answer_text, quoted, Outcome};
+use crate::chat::tools::{self, Command, ToolCall};
 use crate::text::first_chars;
 
 /// How a results turn begins, so the model can tell it from a person.
@@ -31,6 +35,9 @@ pub struct Round {
     /// The answer as the model wrote it, tags included: its own turn when
     /// it is asked again.
     pub answer: String,
+    /// Its tool calls, when it asked through tools (`chat::tools`) rather
+    /// than tags.
+    pub calls: Vec<ToolCall>,
     /// The answer without its tags, as the room sees it.
     pub prose: String,
     /// The commands run, in order, with their outcomes.
@@ -59,6 +66,10 @@ pub enum Stop {
     Waiting(Vec<(u64, String)>),
     /// The room lets the agent run no commands.
     Off,
+    /// The model's answer stopped coming before it was done (its stream
+    /// broke off, or stalled until the time limit); why. What came is kept,
+    /// and its commands, perhaps incomplete, are not run.
+    Cut(String),
 }
 
 impl Stop {
@@ -84,7 +95,110 @@ impl Stop {
                 format!("[Waiting for a writer's approval: {}]", listed.join(", "))
             }
             Stop::Off => "[Not run: this room lets the agent run no commands]".into(),
+            Stop::Cut(why) => format!(
+                "[The model's answer was cut off ({why}); what came is shown, and its commands were not run]"
+            ),
         })
+    }
+}
+
+/// An earlier answer of this exchange and what the model heard back: its
+/// results turn (tags), or each tool call with its result (tools).
+///
+/// Stored with a paused exchange as a list of strings: the answer, the
+/// results turn, then each call's id, name, arguments and result. A pair,
+/// as stored before tools, reads as the first two.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Vec<String>", into = "Vec<String>")]
+pub struct FollowUp {
+    pub answer: String,
+    pub results: String,
+    pub calls: Vec<ToolCall>,
+    /// What each call's `tool` turn says, in the order of `calls`.
+    pub tool_results: Vec<String>,
+}
+
+impl From<Vec<String>> for FollowUp {
+    fn from(strings: Vec<String>) -> Self {
+        let at = |i: usize| strings.get(i).cloned().unwrap_or_default();
+        let calls: Vec<&[String]> = strings
+            .get(2..)
+            .unwrap_or_default()
+            .chunks_exact(4)
+            .collect();
+        Self {
+            answer: at(0),
+            results: at(1),
+            tool_results: calls.iter().map(|call| call[3].clone()).collect(),
+            calls: calls
+                .iter()
+                .flat_map(|call| tools::unflatten(&call[..3]))
+                .collect(),
+        }
+    }
+}
+
+impl From<FollowUp> for Vec<String> {
+    fn from(follow_up: FollowUp) -> Self {
+        let mut strings = vec![follow_up.answer, follow_up.results];
+        for (call, result) in follow_up.calls.iter().zip(follow_up.tool_results) {
+            strings.extend(tools::flatten(std::slice::from_ref(call)));
+            strings.push(result);
+        }
+        strings
+    }
+}
+
+impl FollowUp {
+    /// What the model hears back after `round`.
+    pub fn of(round: &Round) -> Self {
+        let (results, tool_results) = if round.calls.is_empty() {
+            (results_turn(round), vec![])
+        } else {
+            (String::new(), tool_results(round))
+        };
+        Self {
+            answer: round.answer.clone(),
+            results,
+            calls: round.calls.clone(),
+            tool_results,
+        }
+    }
+}
+
+/// What an answer asks to run: its tool calls' commands when it made any,
+/// else its `<run>` tags' (tags beside calls are not run); its text as the
+/// room sees it, without tags; and how many commands it asked for over an
+/// answer's limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    pub prose: String,
+    pub commands: Vec<Command>,
+    pub skipped: usize,
+}
+
+pub fn asked(text: &str, calls: &[ToolCall]) -> Asked {
+    let parsed = run_tags::parse(text);
+    if calls.is_empty() {
+        let commands = parsed
+            .commands
+            .iter()
+            .map(|cmd| Command {
+                cmd: (*cmd).to_owned(),
+                timeout_ms: None,
+            })
+            .collect();
+        return Asked {
+            prose: parsed.prose,
+            commands,
+            skipped: parsed.skipped,
+        };
+    }
+    let (commands, skipped) = tools::commands(calls);
+    Asked {
+        prose: parsed.prose,
+        commands,
+        skipped,
     }
 }
 
@@ -97,21 +211,8 @@ pub fn commands_allowed(asked: usize, run: usize) -> usize {
 pub fn results_turn(round: &Round) -> String {
     let mut turn = String::from(RESULTS_HEADER);
     for (cmd, outcome) in &round.ran {
-        turn.push_str(&format!("\n\n$ {cmd}\n"));
-        match outcome {
-            Outcome::Ran(output) => {
-                let status = if output.timed_out {
-                    format!("timed out (exit code {})", output.exit_code)
-                } else {
-                    format!("exit code {}", output.exit_code)
-                };
-                turn.push_str(&status);
-                for (name, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
-                    turn.push_str(&stream(name, text));
-                }
-            }
-            Outcome::Failed(why) => turn.push_str(&format!("not run: {why}")),
-        }
+        turn.push_str("\n\n");
+        turn.push_str(&result(cmd, outcome));
     }
     if round.skipped > 0 {
         turn.push_str(&format!(
@@ -120,6 +221,42 @@ pub fn results_turn(round: &Round) -> String {
         ));
     }
     turn
+}
+
+/// What each tool call of `round` hears back: the result of its command,
+/// or why it had none.
+fn tool_results(round: &Round) -> Vec<String> {
+    let mut ran = round.ran.iter();
+    round
+        .calls
+        .iter()
+        .map(|call| match tools::command_of(call) {
+            Err(why) => format!("error: {why}"),
+            Ok(_) => match ran.next() {
+                Some((cmd, outcome)) => result(cmd, outcome),
+                None => format!("not run: at most {MAX_RUNS_PER_ANSWER} commands per answer"),
+            },
+        })
+        .collect()
+}
+
+/// One command's result as the model reads it.
+fn result(cmd: &str, outcome: &Outcome) -> String {
+    let mut said = format!("$ {cmd}\n");
+    match outcome {
+        Outcome::Ran(output) => {
+            said.push_str(&if output.timed_out {
+                format!("timed out (exit code {})", output.exit_code)
+            } else {
+                format!("exit code {}", output.exit_code)
+            });
+            for (name, text) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+                said.push_str(&stream(name, text));
+            }
+        }
+        Outcome::Failed(why) => said.push_str(&format!("not run: {why}")),
+    }
+    said
 }
 
 fn stream(name: &str, text: &str) -> String {
@@ -186,6 +323,7 @@ mod tests {
     fn round(prose: &str, ran: Vec<(String, Outcome)>) -> Round {
         Round {
             answer: format!("{prose} <run>…</run>"),
+            calls: vec![],
             prose: prose.into(),
             ran,
             skipped: 0,
@@ -267,6 +405,10 @@ mod tests {
                 "Waiting for a writer's approval: #3 `ls`, #4 `make all`]",
             ),
             (Stop::Off, "run no commands"),
+            (
+                Stop::Cut("the stream broke off".into()),
+                "cut off (the stream broke off); what came is shown",
+            ),
         ] {
             let text = reply(&rounds, &stop);
             assert!(
@@ -309,6 +451,85 @@ mod tests {
         // A reply within the bound is whole.
         let short = [round("Done.", vec![ran(&cmd, "ok", 0)])];
         assert!(!reply(&short, &Stop::Done).contains("[Cut"));
+    }
+
+    fn call(id: &str, arguments: &str) -> ToolCall {
+        ToolCall::new(id.into(), tools::RUN_COMMAND.into(), arguments.into())
+    }
+
+    #[test]
+    fn each_tool_call_hears_back_its_result_or_why_it_had_none() {
+        let mut r = round(
+            "Looking.",
+            vec![ran("ls", "a.txt\n", 0), ran("pwd", "/w\n", 0)],
+        );
+        r.calls = vec![
+            call("c1", r#"{"command":"ls"}"#),
+            call("c2", r#"{"command":"#),
+            call("c3", r#"{"command":"pwd"}"#),
+        ];
+        let follow_up = FollowUp::of(&r);
+        assert_eq!(follow_up.results, "", "no results turn");
+        assert_eq!(follow_up.calls, r.calls);
+        assert_eq!(
+            follow_up.tool_results,
+            [
+                "$ ls\nexit code 0\nstdout:\na.txt\nstderr: (empty)",
+                "error: the arguments of run_command are not a JSON object",
+                "$ pwd\nexit code 0\nstdout:\n/w\nstderr: (empty)",
+            ]
+        );
+        // Calls over an answer's limit were not run, and hear so.
+        r.ran.pop();
+        assert_eq!(
+            FollowUp::of(&r).tool_results[2],
+            "not run: at most 5 commands per answer"
+        );
+        // Tags: one results turn, no calls.
+        let tagged = FollowUp::of(&round("x", vec![ran("ls", "", 0)]));
+        assert!(tagged.results.starts_with(RESULTS_HEADER));
+        assert!(tagged.calls.is_empty() && tagged.tool_results.is_empty());
+    }
+
+    #[test]
+    fn an_answer_asks_through_its_calls_else_its_tags() {
+        let tagged = asked("Look: <run>ls</run><run>pwd</run>", &[]);
+        assert_eq!(tagged.prose, "Look: ");
+        assert_eq!(
+            tagged
+                .commands
+                .iter()
+                .map(|c| c.cmd.as_str())
+                .collect::<Vec<_>>(),
+            ["ls", "pwd"]
+        );
+        let calls = [
+            call("a", r#"{"command":"make","timeoutMs":900}"#),
+            call("b", "{"),
+        ];
+        let called = asked("Building. <run>not this</run>", &calls);
+        assert_eq!(called.prose, "Building. ", "calls win over tags");
+        assert_eq!(
+            called.commands,
+            [Command {
+                cmd: "make".into(),
+                timeout_ms: Some(900)
+            }]
+        );
+    }
+
+    #[test]
+    fn a_follow_up_stored_as_a_pair_still_reads() {
+        let old: Vec<FollowUp> =
+            serde_json::from_str(r#"[["a <run>ls</run>", "[results]"]]"#).unwrap();
+        assert_eq!(old[0].answer, "a <run>ls</run>");
+        assert_eq!(old[0].results, "[results]");
+        assert!(old[0].calls.is_empty());
+        let mut r = round("x", vec![ran("ls", "", 0)]);
+        r.calls = vec![call("c1", r#"{"command":"ls"}"#)];
+        let stored = serde_json::to_string(&[FollowUp::of(&r)]).unwrap();
+        let read: Vec<FollowUp> = serde_json::from_str(&stored).unwrap();
+        assert_eq!(read, [FollowUp::of(&r)]);
     }
 
     #[test]

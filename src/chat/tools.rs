@@ -1,0 +1,237 @@
+//! The agent's native tool, for models that call functions in the OpenAI
+//! shape: `run_command {command, timeoutMs?}`, offered in the model's input
+//! as `tools`, answered with `tool_calls`, and given back as one `tool`
+//! turn per call, with its id. A call is the same command a `<run>` tag
+//! would be: the same rounds, limits, policy and budget, and the same
+//! `Output` blocks in the room's reply; only how the model asks for it, and
+//! how it hears back, differ.
+//!
+//! A call the worker cannot carry out (an unknown tool, arguments that are
+//! not the JSON object the schema asks for) is answered as an error turn
+//! the model can read and correct, never a failure of the exchange.
+//!
+//! File tools are not offered: a file written or read through the shell is
+//! judged by the room's rules as the command it is, and a tool of its own
+//! would need rules of its own.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::limits::{EXEC_MAX_TIMEOUT_MS, MAX_RUNS_PER_ANSWER};
+
+/// The one tool's name.
+pub const RUN_COMMAND: &str = "run_command";
+
+/// The tools, as the model's input carries them (`tools`). Their limits are
+/// checked against `api::limits` by a test.
+pub const DEFINITIONS: &str = r#"[{"type":"function","function":{"name":"run_command","description":"Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most 5 commands per answer.","parameters":{"type":"object","properties":{"command":{"type":"string","description":"The command, exactly as it would be typed in bash."},"timeoutMs":{"type":"integer","minimum":1,"maximum":25000,"description":"How long the command may run, in milliseconds (at most 25000; the room's time budget may allow less)."}},"required":["command"]}}}]"#;
+
+/// One call of a tool, as the model wrote it, and as it is sent back in
+/// the model's own turn. Stored (with a paused exchange) as its three
+/// strings, see [`flatten`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolCall {
+    pub id: String,
+    /// Functions are the only kind.
+    #[serde(rename = "type")]
+    kind: &'static str,
+    pub function: Function,
+}
+
+/// The function called, and its arguments as the JSON text the model wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Function {
+    pub name: String,
+    pub arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(id: String, name: String, arguments: String) -> Self {
+        Self {
+            id,
+            kind: "function",
+            function: Function { name, arguments },
+        }
+    }
+}
+
+/// Calls as strings, each its id, name and arguments: how they are stored.
+/// A string list is read by a parser the worker has anyway, where derived
+/// structs would each add one to the upload.
+pub fn flatten(calls: &[ToolCall]) -> Vec<String> {
+    calls
+        .iter()
+        .flat_map(|call| {
+            [
+                call.id.clone(),
+                call.function.name.clone(),
+                call.function.arguments.clone(),
+            ]
+        })
+        .collect()
+}
+
+/// The calls [`flatten`] stored; an incomplete last one is dropped.
+pub fn unflatten(strings: &[String]) -> Vec<ToolCall> {
+    strings
+        .chunks_exact(3)
+        .map(|call| ToolCall::new(call[0].clone(), call[1].clone(), call[2].clone()))
+        .collect()
+}
+
+/// A command a call asks for, and the time limit it asks for, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub cmd: String,
+    pub timeout_ms: Option<u64>,
+}
+
+/// The command `call` asks for, or why it asks for none (the text of its
+/// error turn).
+pub fn command_of(call: &ToolCall) -> Result<Command, String> {
+    let name = &call.function.name;
+    if name != RUN_COMMAND {
+        return Err(format!(
+            "there is no tool `{name}`; the only tool is {RUN_COMMAND}"
+        ));
+    }
+    let arguments: Value = serde_json::from_str(&call.function.arguments)
+        .map_err(|_| format!("the arguments of {RUN_COMMAND} are not a JSON object"))?;
+    let Some(cmd) = arguments["command"]
+        .as_str()
+        .filter(|c| !c.trim().is_empty())
+    else {
+        return Err(format!("{RUN_COMMAND} needs `command`, a non-empty string"));
+    };
+    let timeout_ms = match &arguments["timeoutMs"] {
+        Value::Null => None,
+        value => Some(
+            value
+                .as_u64()
+                .filter(|ms| (1..=EXEC_MAX_TIMEOUT_MS).contains(ms))
+                .ok_or_else(|| {
+                    format!("`timeoutMs` must be a whole number from 1 to {EXEC_MAX_TIMEOUT_MS}")
+                })?,
+        ),
+    };
+    Ok(Command {
+        cmd: cmd.trim().to_owned(),
+        timeout_ms,
+    })
+}
+
+/// The commands of an answer's calls, in order, at most
+/// [`MAX_RUNS_PER_ANSWER`], and how many more there were.
+pub fn commands(calls: &[ToolCall]) -> (Vec<Command>, usize) {
+    let mut commands: Vec<Command> = calls.iter().filter_map(|c| command_of(c).ok()).collect();
+    let skipped = commands.len().saturating_sub(MAX_RUNS_PER_ANSWER);
+    commands.truncate(MAX_RUNS_PER_ANSWER);
+    (commands, skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall::new("call_1".into(), name.into(), arguments.into())
+    }
+
+    #[test]
+    fn the_definitions_are_json_and_state_the_limits() {
+        let tools: Value = serde_json::from_str(DEFINITIONS).unwrap();
+        let function = &tools[0]["function"];
+        assert_eq!(function["name"], RUN_COMMAND);
+        assert_eq!(
+            function["parameters"]["properties"]["timeoutMs"]["maximum"],
+            EXEC_MAX_TIMEOUT_MS
+        );
+        let description = function["description"].as_str().unwrap();
+        assert!(description.contains(&format!("At most {MAX_RUNS_PER_ANSWER} commands")));
+        assert_eq!(tools.as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_call_asks_for_its_command_and_time_limit() {
+        assert_eq!(
+            command_of(&call(RUN_COMMAND, r#"{"command": " ls -la "}"#)),
+            Ok(Command {
+                cmd: "ls -la".into(),
+                timeout_ms: None
+            })
+        );
+        assert_eq!(
+            command_of(&call(
+                RUN_COMMAND,
+                r#"{"command": "make", "timeoutMs": 3000}"#
+            )),
+            Ok(Command {
+                cmd: "make".into(),
+                timeout_ms: Some(3000)
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_calls_say_what_is_wrong() {
+        for (name, arguments, says) in [
+            (
+                "delete_everything",
+                "{}",
+                "there is no tool `delete_everything`",
+            ),
+            (RUN_COMMAND, r#"{"command": "ls""#, "not a JSON object"),
+            (RUN_COMMAND, r#"["ls"]"#, "needs `command`"),
+            (RUN_COMMAND, r#"{"command": "  "}"#, "needs `command`"),
+            (RUN_COMMAND, r#"{"command": 5}"#, "needs `command`"),
+            (
+                RUN_COMMAND,
+                r#"{"command": "ls", "timeoutMs": 0}"#,
+                "from 1 to 25000",
+            ),
+            (
+                RUN_COMMAND,
+                r#"{"command": "ls", "timeoutMs": 25001}"#,
+                "from 1 to 25000",
+            ),
+            (
+                RUN_COMMAND,
+                r#"{"command": "ls", "timeoutMs": "5"}"#,
+                "from 1 to 25000",
+            ),
+        ] {
+            let why = command_of(&call(name, arguments)).unwrap_err();
+            assert!(why.contains(says), "{arguments}: {why}");
+        }
+    }
+
+    #[test]
+    fn an_answer_runs_at_most_its_share_of_calls() {
+        let calls: Vec<ToolCall> = (0..7)
+            .map(|i| call(RUN_COMMAND, &format!(r#"{{"command": "echo {i}"}}"#)))
+            .chain([call("nope", "{}")])
+            .collect();
+        let (commands, skipped) = commands(&calls);
+        assert_eq!(commands.len(), MAX_RUNS_PER_ANSWER);
+        assert_eq!(commands[4].cmd, "echo 4");
+        assert_eq!(skipped, 2);
+    }
+
+    #[test]
+    fn stored_calls_read_back_as_they_were() {
+        let calls = [call(RUN_COMMAND, "{}"), call("other", r#"{"a":1}"#)];
+        assert_eq!(unflatten(&flatten(&calls)), calls);
+        assert_eq!(flatten(&calls).len(), 6);
+        assert_eq!(unflatten(&flatten(&calls)[..5]), calls[..1]);
+    }
+
+    #[test]
+    fn calls_are_sent_back_in_the_openai_shape() {
+        let sent = serde_json::to_value(call(RUN_COMMAND, r#"{"command":"ls"}"#)).unwrap();
+        assert_eq!(
+            sent,
+            serde_json::json!({"id": "call_1", "type": "function",
+                "function": {"name": "run_command", "arguments": "{\"command\":\"ls\"}"}})
+        );
+    }
+}

@@ -9,7 +9,9 @@
 // boxes to type in, an owner the buttons that make and revoke invite links.
 // The room's policy for the agent's commands is shown (an owner may change
 // its mode), and so are the commands waiting for approval, with buttons for
-// writers and owners to decide them.
+// writers and owners to decide them. The agent's answer shows as it is
+// written (`delta` events, one bubble per exchange), until its message,
+// which is what counts, takes the place of every bubble.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -44,6 +46,8 @@ function room() {
   // The waiting commands shown, by id, and the ids decided since the page
   // opened (an answer to GET /approvals may be older than their `decided`).
   const asks = new Map(), settled = new Set();
+  // The agent's answers being written, by exchange.
+  const writing = new Map();
   $("room-id").textContent = room;
   $("name").value = localStorage.getItem("duet-name") || "";
   tokenButton.hidden = !token;
@@ -57,7 +61,24 @@ function room() {
     add();
     if (atEnd) log.scrollTop = log.scrollHeight;
   }
+  function delta(e) {
+    scrolled(chat, () => {
+      let div = writing.get(e.exchange);
+      if (!div) {
+        div = el("", "msg agent writing", "div");
+        div.append(el("agent: ", "who"));
+        writing.set(e.exchange, div);
+        chat.append(div);
+      }
+      div.append(document.createTextNode(e.text));
+    });
+  }
+  function doneWriting() {
+    for (const div of writing.values()) div.remove();
+    writing.clear();
+  }
   function message(m) {
+    if (m.role === "agent") doneWriting();
     scrolled(chat, () => {
       const div = document.createElement("div");
       div.className = `msg ${m.role}`;
@@ -147,13 +168,14 @@ function room() {
       case "hello": hello(e); sendName(); break;
       case "presence": presence(e.watchers); break;
       case "message": message(e.message); break;
+      case "delta": delta(e); break;
       case "command": scrolled(term, () => term.append(el(`$ ${e.cmd}\n`, "cmd"))); break;
       case "output": scrolled(term, () => term.append(el(e.data, e.stream === "stderr" ? "err" : ""))); break;
       case "command_end": scrolled(term, () => term.append(el(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]\n`, "end"))); break;
       case "policy": policies++; showPolicy(e.policy); break;
       case "approval": ask(e.approval); break;
       case "decided": decided(e); break;
-      case "failed": scrolled(chat, () => chat.append(el(`(${e.error})\n`, "muted"))); break;
+      case "failed": doneWriting(); scrolled(chat, () => chat.append(el(`(${e.error})\n`, "muted"))); break;
       case "closed": {
         const what = ENDS[e.reason] ?? e.reason;
         if (e.reason === "deleted" || e.reason === "expired") {

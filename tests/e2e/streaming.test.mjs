@@ -1,0 +1,146 @@
+// The agent's answer streams to the room: every model is asked to stream,
+// and while anyone watches, what of the answer is visible goes to the live
+// feed as `delta` events (coalesced, in order, before the stored message).
+// /message still answers {reply, messages}. A stream that stalls is bounded
+// like a call; one cut mid-way keeps what came and says so.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+
+import { startFakeOpenAi } from "./support/fake-openai.mjs";
+import { watch } from "./support/feed.mjs";
+import { startSandboxd, startWorker } from "./support/stack.mjs";
+
+const DELTA_INTERVAL_MS = 100;
+
+/** The events of one exchange as a watcher saw them, from its user message on. */
+function exchangeOf(events, text) {
+  const start = events.findIndex((e) => e.type === "message" && e.message.role === "user" && e.message.text === text);
+  return events.slice(start);
+}
+
+for (const backend of ["workers-ai", "openai"]) {
+  describe(`streaming (${backend})`, () => {
+    let sandboxd, worker, ai;
+    before(async () => {
+      sandboxd = await startSandboxd();
+      const vars = { SANDBOX_URL: sandboxd.url, AI_TIMEOUT_MS: "3000" };
+      if (backend === "openai") {
+        ai = await startFakeOpenAi();
+        // qwen3 on a local server writes its thoughts into the content.
+        worker = await startWorker({ ai: "local", vars: { ...vars, AI_BASE_URL: ai.url, AI_MODEL: "qwen3:8b" } });
+      } else {
+        worker = await startWorker({ vars });
+      }
+    });
+    after(async () => {
+      await worker.stop();
+      await sandboxd.stop();
+      await ai?.close();
+    });
+    const lastInput = () => (backend === "openai" ? ai.requests.at(-1).body : worker.ai.requests.at(-1).inputs);
+
+    test("two watchers see the answer grow, in order, before its message; /message answers as before", async () => {
+      const room = randomUUID();
+      const [a, b] = [watch(worker.url, room), watch(worker.url, room)];
+      await Promise.all([a.opened, b.opened]);
+      await a.until((events) => events.some((e) => e.type === "presence" && e.watchers.length === 2));
+      const text = "long 80";
+      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
+      assert.equal(res.status, 200, res.text);
+      const words = Array.from({ length: 80 }, (_, i) => `word${i + 1}`).join(" ");
+      assert.equal(res.json.reply, words);
+      assert.deepEqual(Object.keys(res.json).sort(), ["messages", "reply"]);
+      assert.equal(lastInput().stream, true);
+      for (const watcher of [a, b]) {
+        const events = await watcher.until((all) => {
+          const mine = exchangeOf(all, text);
+          return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
+        });
+        const deltas = events.filter((e) => e.type === "delta");
+        assert.ok(deltas.length >= 2, `coalesced, but more than one: ${deltas.length}`);
+        assert.equal(deltas.map((d) => d.text).join(""), words, "every piece once, in order");
+        assert.equal(new Set(deltas.map((d) => d.exchange)).size, 1, "one exchange id");
+        assert.match(deltas[0].exchange, /^x[0-9a-f]{16}$/);
+        assert.ok(deltas.every((d) => d.round === 1));
+        const agentAt = events.findIndex((e) => e.type === "message" && e.message.role === "agent");
+        assert.ok(events.findLastIndex((e) => e.type === "delta") < agentAt, "deltas come before the message");
+        assert.equal(events[agentAt].message.text, words);
+        // Coalesced: no two deltas closer than the interval (less what the
+        // socket adds in the same millisecond).
+        for (let i = 1; i < deltas.length - 1; i++) assert.ok(deltas[i].at - deltas[i - 1].at >= DELTA_INTERVAL_MS - 20, `${deltas[i].at - deltas[i - 1].at} ms`);
+      }
+      assert.deepEqual(
+        a.events.filter((e) => e.type === "delta").map((e) => e.text),
+        b.events.filter((e) => e.type === "delta").map((e) => e.text),
+      );
+      a.close();
+      b.close();
+    });
+
+    test("a tool round and its follow-up stream as rounds 1 and 2, commands between them", async () => {
+      const room = randomUUID();
+      const w = watch(worker.url, room);
+      await w.opened;
+      const text = "tools echo left ;; echo right";
+      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
+      assert.equal(res.status, 200, res.text);
+      const events = await w.until((all) => {
+        const mine = exchangeOf(all, text);
+        return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
+      });
+      const kinds = events.filter((e) => ["delta", "command", "message"].includes(e.type)).map((e) => (e.type === "delta" ? `delta ${e.round}` : e.type));
+      const squeezed = kinds.filter((k, i) => k !== kinds[i - 1]);
+      const commands = backend === "openai" ? ["command"] : ["command"];
+      assert.deepEqual(squeezed, ["message", "delta 1", ...commands, "delta 2", "message"]);
+      const byRound = (n) => events.filter((e) => e.type === "delta" && e.round === n).map((e) => e.text).join("");
+      assert.equal(byRound(1), "Let me check.");
+      assert.equal(byRound(2), "saw: left | right");
+      w.close();
+    });
+
+    test("thinking and <run> tags never reach the feed", async () => {
+      const room = randomUUID();
+      const w = watch(worker.url, room);
+      await w.opened;
+      const text = "steps echo quiet";
+      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
+      assert.equal(res.status, 200, res.text);
+      const events = await w.until((all) => {
+        const mine = exchangeOf(all, text);
+        return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
+      });
+      const shown = events.filter((e) => e.type === "delta").map((e) => e.text).join("|");
+      assert.ok(shown.includes("Let me check."), shown);
+      assert.doesNotMatch(shown, /<run>|<\/run>|echo quiet|think|The user/);
+      w.close();
+    });
+
+    test("a stream cut mid-way keeps what came, says so, and runs none of its commands", async () => {
+      const room = randomUUID();
+      const w = watch(worker.url, room);
+      await w.opened;
+      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text: "cut half an answer" });
+      assert.equal(res.status, 200, res.text);
+      assert.match(res.json.reply, /^half an answer\n\n\[The model's answer was cut off \(its stream (ended before the answer did|broke off[^)]*)\); what came is shown, and its commands were not run\]$/);
+      await w.until((all) => all.some((e) => e.type === "message" && e.message.role === "agent"));
+      assert.equal(w.events.filter((e) => e.type === "delta").map((e) => e.text).join(""), "half an answer");
+      assert.deepEqual((await worker.api("GET", `/api/rooms/${room}/messages`)).json.messages.map((m) => m.text), ["cut half an answer", res.json.reply]);
+      w.close();
+    });
+
+    test("a stream that stalls is bounded by the model's time limit", async () => {
+      const started = Date.now();
+      const res = await worker.api("POST", `/api/rooms/${randomUUID()}/message`, { text: "stall-mid the start of it" });
+      const ms = Date.now() - started;
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.reply, "the start of it\n\n[The model's answer was cut off (nothing more came within 3000 ms); what came is shown, and its commands were not run]");
+      assert.ok(ms >= 3000 && ms < 6000, `${ms} ms`);
+    });
+
+    test("a stream that stalls before any text is a timeout, as a silent model is", async () => {
+      const res = await worker.api("POST", `/api/rooms/${randomUUID()}/message`, { text: "stall" });
+      assert.equal(res.status, 504, res.text);
+    });
+  });
+}

@@ -1,0 +1,155 @@
+// The agent's native tool: models that call functions in the OpenAI shape
+// are offered `run_command` and ask for commands with tool calls; each call
+// is answered by a `tool` turn with its id, on both AI backends. Models
+// without tools, and answers that write <run> tags anyway, keep the tags.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+
+import { startFakeOpenAi } from "./support/fake-openai.mjs";
+import { startSandboxd, startWorker } from "./support/stack.mjs";
+
+const RESULTS = "[Results of your commands, from the room's sandbox]";
+
+for (const backend of ["workers-ai", "openai"]) {
+  describe(`tool calls (${backend})`, () => {
+    let sandboxd, worker, ai;
+    before(async () => {
+      sandboxd = await startSandboxd();
+      const vars = { SANDBOX_URL: sandboxd.url, AI_TIMEOUT_MS: "12000" };
+      if (backend === "openai") {
+        ai = await startFakeOpenAi();
+        // A model name the worker does not know: AI_TOOLS says it calls tools.
+        worker = await startWorker({ ai: "local", vars: { ...vars, AI_BASE_URL: ai.url, AI_MODEL: "local-model", AI_TOOLS: "on" } });
+      } else {
+        worker = await startWorker({ vars });
+      }
+    });
+    after(async () => {
+      await worker.stop();
+      await sandboxd.stop();
+      await ai?.close();
+    });
+    const room = () => `/api/rooms/${randomUUID()}`;
+    /** The inputs the model was given in each call since `since`. */
+    const inputs = (since) => (backend === "openai" ? ai.requests.slice(since).map((r) => r.body) : worker.ai.requests.slice(since).map((r) => r.inputs));
+    const callCount = () => (backend === "openai" ? ai.requests.length : worker.ai.requests.length);
+
+    test("a call runs its command; the result goes back as a tool turn with the call's id", async () => {
+      const since = callCount();
+      const res = await worker.api("POST", `${room()}/message`, { text: "tool echo hi-there", userId: "ana" });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.reply, "Let me check.\n\nOutput (echo hi-there):\nhi-there\n\nsaw: hi-there");
+      const [first, second, ...more] = inputs(since);
+      assert.equal(more.length, 0, "two model calls");
+      assert.equal(first.stream, true);
+      assert.deepEqual(first.tools.map((t) => [t.type, t.function.name]), [["function", "run_command"]]);
+      assert.deepEqual(first.tools[0].function.parameters.required, ["command"]);
+      assert.match(first.messages[0].content, /call the run_command tool/);
+      assert.doesNotMatch(first.messages[0].content, /<run>/);
+      const [call, result] = second.messages.slice(-2);
+      assert.equal(call.role, "assistant");
+      assert.equal(call.content, "Let me check.");
+      assert.equal(call.tool_calls.length, 1);
+      const [made] = call.tool_calls;
+      assert.equal(made.type, "function");
+      assert.equal(made.function.name, "run_command");
+      assert.deepEqual(JSON.parse(made.function.arguments), { command: "echo hi-there" });
+      assert.deepEqual(result, { role: "tool", tool_call_id: made.id, content: "$ echo hi-there\nexit code 0\nstdout:\nhi-there\nstderr: (empty)" });
+      assert.ok(!second.messages.some((m) => m.role === "user" && m.content.startsWith(RESULTS)), "no results turn");
+      // Stored as a tag exchange is: the user's message and the whole reply.
+      assert.deepEqual(res.json.messages.map((m) => [m.role, m.text]), [["user", "tool echo hi-there"], ["agent", res.json.reply]]);
+    });
+
+    test("parallel calls run in order and each hears back its own result", async () => {
+      const since = callCount();
+      const res = await worker.api("POST", `${room()}/message`, { text: "tools echo one ;; echo two" });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.reply, "Let me check.\n\nOutput (echo one):\none\n\nOutput (echo two):\ntwo\n\nsaw: one | two");
+      const second = inputs(since)[1].messages;
+      const [call, r1, r2] = second.slice(-3);
+      assert.deepEqual(call.tool_calls.map((c) => JSON.parse(c.function.arguments).command), ["echo one", "echo two"]);
+      assert.deepEqual([r1.tool_call_id, r2.tool_call_id], call.tool_calls.map((c) => c.id));
+      assert.match(r1.content, /^\$ echo one\nexit code 0\nstdout:\none\n/);
+      assert.match(r2.content, /^\$ echo two\nexit code 0\nstdout:\ntwo\n/);
+    });
+
+    test("a malformed call and an unknown tool are error turns the model reads, not failures", async () => {
+      const r = room();
+      const res = await worker.api("POST", `${r}/message`, { text: "badtool" });
+      assert.equal(res.status, 200, res.text);
+      const said = JSON.parse(res.json.reply.slice(res.json.reply.indexOf("recovered: ") + "recovered: ".length));
+      assert.deepEqual(said, [
+        "error: the arguments of run_command are not a JSON object",
+        "error: there is no tool `delete_everything`; the only tool is run_command",
+      ]);
+      assert.doesNotMatch(res.json.reply, /Output \(/, "nothing ran");
+      const audit = await worker.api("GET", `${r}/audit`);
+      assert.deepEqual(audit.json.entries, [], "no command reached the sandbox");
+    });
+
+    test("a call's timeoutMs bounds its command", async () => {
+      const since = callCount();
+      const res = await worker.api("POST", `${room()}/message`, { text: "tool-timeout 1000 sleep 5" });
+      assert.equal(res.status, 200, res.text);
+      const result = inputs(since)[1].messages.at(-1);
+      assert.equal(result.role, "tool");
+      assert.match(result.content, /^\$ sleep 5\ntimed out \(exit code \d+\)/);
+    });
+
+    test("an answer that writes <run> tags anyway runs them, and hears back in a results turn", async () => {
+      const since = callCount();
+      const res = await worker.api("POST", `${room()}/message`, { text: "tagged echo by-tag" });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.reply, "Let me check.\n\nOutput (echo by-tag):\nby-tag\n\nsaw: by-tag");
+      const [first, second] = inputs(since);
+      assert.ok(first.tools, "tools were offered");
+      assert.deepEqual(second.messages.at(-2), { role: "assistant", content: "Let me check. <run>echo by-tag</run>" });
+      assert.ok(second.messages.at(-1).content.startsWith(RESULTS));
+    });
+  });
+}
+
+describe("models without tools", () => {
+  let sandboxd, worker;
+  before(async () => {
+    sandboxd = await startSandboxd();
+    worker = await startWorker({ vars: { SANDBOX_URL: sandboxd.url, AI_MODEL: "@cf/meta/llama-3.3-70b-instruct-fp8-fast" } });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+  });
+
+  test("are offered no tools, told of <run> tags, and run commands that way", async () => {
+    const since = worker.ai.requests.length;
+    const res = await worker.api("POST", `/api/rooms/${randomUUID()}/message`, { text: "tool echo tagged" });
+    assert.equal(res.status, 200, res.text);
+    assert.match(res.json.reply, /Output \(echo tagged\):\ntagged/);
+    const [first, second] = worker.ai.requests.slice(since).map((r) => r.inputs);
+    assert.equal(first.tools, undefined);
+    assert.match(first.messages[0].content, /<run>ls -la<\/run>/);
+    assert.ok(second.messages.at(-1).content.startsWith(RESULTS));
+  });
+});
+
+describe("AI_TOOLS", () => {
+  test("off asks a tool-calling model through tags; an unknown value is a 503 naming it", async () => {
+    const off = await startWorker({ vars: { AI_TOOLS: "off" } });
+    try {
+      const res = await off.api("POST", `/api/rooms/${randomUUID()}/message`, { text: "hi" });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(off.ai.requests.at(-1).inputs.tools, undefined);
+    } finally {
+      await off.stop();
+    }
+    const bad = await startWorker({ vars: { AI_TOOLS: "sometimes" } });
+    try {
+      const res = await bad.api("POST", `/api/rooms/${randomUUID()}/message`, { text: "hi" });
+      assert.equal(res.status, 503);
+      assert.match(res.json.error, /AI_TOOLS is "sometimes"; set it to auto, on or off/);
+    } finally {
+      await bad.stop();
+    }
+  });
+});

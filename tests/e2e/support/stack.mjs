@@ -58,14 +58,15 @@ function builtModules(dir) {
  * shipped wrangler.toml says "token"); null keeps wrangler.toml's.
  * buildDir: where the built worker is (default build/).
  * inspectorPort: serves workerd's V8 inspector there (bench/profile.mjs).
+ * standin: options of the Workers AI stand-in (e.g. `tokenMs`, its pace).
  */
-export async function startWorker({ ai = "standin", vars = {}, access = "open", persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build"), inspectorPort } = {}) {
+export async function startWorker({ ai = "standin", vars = {}, access = "open", persistDir = tempDir("state"), container, buildDir = path.join(ROOT, "build"), inspectorPort, standin: standinOptions } = {}) {
   // Containers off here: wrangler would build the Dockerfile's image; a
   // test names a ready image instead.
   const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), undefined, {
     overrides: { enableContainers: false },
   });
-  const standin = ai === "standin" ? await startAiStandin() : undefined;
+  const standin = ai === "standin" ? await startAiStandin(standinOptions) : undefined;
   const worker = {
     ...workerOptions,
     name: "duet",

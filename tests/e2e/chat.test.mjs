@@ -46,7 +46,7 @@ describe("chat with the Workers AI binding", () => {
     const res = await worker.api("POST", `${r}/message`, { text: "context" });
     const context = JSON.parse(res.json.reply);
     assert.deepEqual(context.map(([role]) => role), ["system", "user", "assistant", "user"]);
-    assert.match(context[0][1], /<run>/);
+    assert.match(context[0][1], /call the run_command tool/, "the default model calls tools");
     assert.deepEqual(context.slice(1), [["user", "first"], ["assistant", "echo: first"], ["user", "context"]]);
   });
 

@@ -25,7 +25,8 @@ describe("OpenAI-compatible backend", () => {
     assert.deepEqual(JSON.parse(res.json.reply).slice(1), [["user", "first"], ["assistant", "echo: first"], ["user", "context"]]);
     const last = ai.requests.at(-1);
     assert.equal(last.body.model, "llama3.2");
-    assert.equal(last.body.stream, false);
+    assert.equal(last.body.stream, true);
+    assert.equal(last.body.tools, undefined, "llama3.2 is asked through tags");
     assert.equal(last.headers.authorization, "Bearer sk-test");
     assert.equal(last.body.messages[0].role, "system");
   });

@@ -7,7 +7,8 @@
 // neither run a command nor watch; an owner's invite links bring a
 // watcher, who sees the room live and cannot type, and a writer, who can,
 // until the owner revokes them; and in a room that asks, a command of the
-// agent waits on every page until a writer approves it.
+// agent waits on every page until a writer approves it. The agent's answer
+// grows on the page as the model writes it.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -102,6 +103,25 @@ describe("the web page", () => {
     await b.page.screenshot({ path: shot });
     if (process.env.DUET_SCREENSHOT) fs.copyFileSync(shot, path.join(ROOT, "docs/room.png"));
     assert.ok(fs.statSync(shot).size > 10_000);
+  });
+
+  test("the agent's answer grows on a second page as it is written, then its message takes its place", async () => {
+    const room = randomUUID();
+    const [a, b] = [await open(room, "ana"), await open(room, "bo")];
+    await a.page.getByLabel("Message to the agent").fill("long 400");
+    await a.page.keyboard.press("Enter");
+    const partial = await b.page.waitForFunction(() => {
+      const writing = document.querySelector("#chat .writing");
+      return writing && writing.textContent.includes("word1 ") && writing.textContent;
+    });
+    const growing = await partial.jsonValue();
+    assert.match(growing, /^agent: word1 word2/);
+    assert.doesNotMatch(growing, /word400/, "seen before the end");
+    await b.page.waitForFunction(() => document.getElementById("chat").textContent.includes("word400") && !document.querySelector("#chat .writing"));
+    const agent = await b.page.$$eval("#chat .msg.agent", (els) => els.map((e) => e.textContent));
+    assert.equal(agent.length, 1, "one bubble: the message took the writing one's place");
+    assert.match(agent[0], /^agent: word1 .* word400$/);
+    assert.deepEqual([...a.errors, ...b.errors], []);
   });
 
   test("the page is usable by keyboard and labelled", async () => {

@@ -7,11 +7,10 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
+import { pieces } from "./support/ai-standin.mjs";
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { watch } from "./support/feed.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
-
-const DELTA_INTERVAL_MS = 100;
 
 /** The events of one exchange as a watcher saw them, from its user message on. */
 function exchangeOf(events, text) {
@@ -26,11 +25,11 @@ for (const backend of ["workers-ai", "openai"]) {
       sandboxd = await startSandboxd();
       const vars = { SANDBOX_URL: sandboxd.url, AI_TIMEOUT_MS: "3000" };
       if (backend === "openai") {
-        ai = await startFakeOpenAi();
+        ai = await startFakeOpenAi({ tokenMs: 5 });
         // qwen3 on a local server writes its thoughts into the content.
         worker = await startWorker({ ai: "local", vars: { ...vars, AI_BASE_URL: ai.url, AI_MODEL: "qwen3:8b" } });
       } else {
-        worker = await startWorker({ vars });
+        worker = await startWorker({ vars, standin: { tokenMs: 5 } });
       }
     });
     after(async () => {
@@ -66,9 +65,9 @@ for (const backend of ["workers-ai", "openai"]) {
         const agentAt = events.findIndex((e) => e.type === "message" && e.message.role === "agent");
         assert.ok(events.findLastIndex((e) => e.type === "delta") < agentAt, "deltas come before the message");
         assert.equal(events[agentAt].message.text, words);
-        // Coalesced: no two deltas closer than the interval (less what the
-        // socket adds in the same millisecond).
-        for (let i = 1; i < deltas.length - 1; i++) assert.ok(deltas[i].at - deltas[i - 1].at >= DELTA_INTERVAL_MS - 20, `${deltas[i].at - deltas[i - 1].at} ms`);
+        // Coalesced: far fewer deltas than pieces streamed (one per
+        // DELTA_INTERVAL_MS at most, the pieces 5 ms apart).
+        assert.ok(deltas.length <= pieces(words).length / 4, `${deltas.length} deltas for ${pieces(words).length} pieces`);
       }
       assert.deepEqual(
         a.events.filter((e) => e.type === "delta").map((e) => e.text),

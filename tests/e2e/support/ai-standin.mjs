@@ -50,7 +50,8 @@
 // arguments: ""}}`, then argument fragments `{index, function:
 // {arguments}}`), a chunk with an empty delta and the `finish_reason`, and
 // one with `choices: []` and the usage. A token here is a piece of about
-// four characters (`pieces`), `tokenMs` apart; thoughts are spread over the
+// four characters (`pieces`), `tokenMs` apart (2 ms unless told: faster than
+// any model, so that tests are quick; benchmarks set a pace); thoughts are spread over the
 // thinking time.
 //
 // Tool calls, for the models whose catalog entry lists "Function calling"
@@ -585,7 +586,7 @@ function parsedOr(text) {
  * refused, the error. Give `url` to the binding as its remote-proxy
  * connection string. `tokenMs` is the time between streamed tokens.
  */
-export async function startAiStandin({ tokenMs = 5 } = {}) {
+export async function startAiStandin({ tokenMs = 2 } = {}) {
   const requests = [];
   const serial = { n: 0 };
   const server = http.createServer(async (req, res) => {

@@ -30,7 +30,7 @@ function checkBody(body) {
 }
 
 /** The server on loopback; `tokenMs` is the time between streamed tokens. */
-export async function startFakeOpenAi({ apiKey, models, tokenMs = 5 } = {}) {
+export async function startFakeOpenAi({ apiKey, models, tokenMs = 2 } = {}) {
   const requests = [];
   const server = http.createServer(async (req, res) => {
     const send = (status, body) => {

@@ -12,10 +12,13 @@ import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { watch } from "./support/feed.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
 
-/** The events of one exchange as a watcher saw them, from its user message on. */
-function exchangeOf(events, text) {
-  const start = events.findIndex((e) => e.type === "message" && e.message.role === "user" && e.message.text === text);
-  return events.slice(start);
+/** The events of the exchange for `text`, from its user message on, once its answer came. */
+function answered(watcher, text) {
+  return watcher.until((all) => {
+    const start = all.findIndex((e) => e.type === "message" && e.message.role === "user" && e.message.text === text);
+    const mine = start < 0 ? [] : all.slice(start);
+    return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
+  });
 }
 
 for (const backend of ["workers-ai", "openai"]) {
@@ -52,10 +55,7 @@ for (const backend of ["workers-ai", "openai"]) {
       assert.deepEqual(Object.keys(res.json).sort(), ["messages", "reply"]);
       assert.equal(lastInput().stream, true);
       for (const watcher of [a, b]) {
-        const events = await watcher.until((all) => {
-          const mine = exchangeOf(all, text);
-          return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
-        });
+        const events = await answered(watcher, text);
         const deltas = events.filter((e) => e.type === "delta");
         assert.ok(deltas.length >= 2, `coalesced, but more than one: ${deltas.length}`);
         assert.equal(deltas.map((d) => d.text).join(""), words, "every piece once, in order");
@@ -84,10 +84,7 @@ for (const backend of ["workers-ai", "openai"]) {
       const text = "tool echo left";
       const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
       assert.equal(res.status, 200, res.text);
-      const events = await w.until((all) => {
-        const mine = exchangeOf(all, text);
-        return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
-      });
+      const events = await answered(w, text);
       const kinds = events.filter((e) => ["delta", "command", "message"].includes(e.type)).map((e) => (e.type === "delta" ? `delta ${e.round}` : e.type));
       const squeezed = kinds.filter((k, i) => k !== kinds[i - 1]);
       assert.deepEqual(squeezed, ["message", "delta 1", "command", "delta 2", "message"]);
@@ -104,10 +101,7 @@ for (const backend of ["workers-ai", "openai"]) {
       const text = "steps echo quiet";
       const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
       assert.equal(res.status, 200, res.text);
-      const events = await w.until((all) => {
-        const mine = exchangeOf(all, text);
-        return mine.some((e) => e.type === "message" && e.message.role === "agent") && mine;
-      });
+      const events = await answered(w, text);
       const shown = events.filter((e) => e.type === "delta").map((e) => e.text).join("");
       assert.equal(shown, "Let me check. saw: quiet", "round 1 up to its tag, then round 2");
       assert.doesNotMatch(shown, /<run>|<\/run>|echo quiet|think|The user/);

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
+import { watch } from "./support/feed.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
 
 const RESULTS = "[Results of your commands, from the room's sandbox]";
@@ -97,6 +98,31 @@ for (const backend of ["workers-ai", "openai"]) {
       const result = inputs(since)[1].messages.at(-1);
       assert.equal(result.role, "tool");
       assert.match(result.content, /^\$ sleep 5\ntimed out \(exit code \d+\)/);
+    });
+
+    test("in a room that asks, a call waits for a writer; approved, its tool turn carries the call's id", async () => {
+      const id = randomUUID();
+      const r = `/api/rooms/${id}`;
+      await worker.api("PUT", `${r}/policy`, { agentCommands: "ask" });
+      const feed = watch(worker.url, id);
+      await feed.opened;
+      const since = callCount();
+      const res = await worker.api("POST", `${r}/message`, { text: "tool-timeout 9000 echo approved-call" });
+      assert.equal(res.status, 200, res.text);
+      const [waiting] = res.json.approvals;
+      assert.equal(waiting.command, "echo approved-call");
+      assert.match(res.json.reply, /\[Waiting for a writer's approval: #\d+ `echo approved-call`\]$/);
+      const decided = await worker.api("POST", `${r}/approvals/${waiting.id}`, { decision: "approve", userId: "ana" });
+      assert.equal(decided.status, 200, decided.text);
+      await feed.until((events) => events.find((e) => e.type === "message" && e.message.role === "agent" && e.message.text.includes("saw: approved-call")));
+      const [first, second] = inputs(since);
+      const made = first.tools && second.messages.at(-2).tool_calls[0];
+      assert.deepEqual(JSON.parse(made.function.arguments), { command: "echo approved-call", timeoutMs: 9000 });
+      assert.deepEqual(second.messages.at(-1), { role: "tool", tool_call_id: made.id, content: "$ echo approved-call\nexit code 0\nstdout:\napproved-call\nstderr: (empty)" });
+      const [entry] = (await worker.api("GET", `${r}/audit`)).json.entries;
+      assert.equal(entry.command, "echo approved-call");
+      assert.equal(entry.decidedBy, "ana");
+      feed.close();
     });
 
     test("an answer that writes <run> tags anyway runs them, and hears back in a results turn", async () => {

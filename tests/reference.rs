@@ -1,21 +1,27 @@
 //! The JavaScript reference worker (`bench/reference/index.js`), which the
-//! benchmarks set beside this one, keeps the same limits and tells the model
-//! the same thing. Its constants are read from its source text, so a limit
-//! changed on one side only fails here, before any benchmark compares unlike
-//! workers.
+//! benchmarks set beside this one, keeps the same limits, tells the model
+//! the same thing and offers it the same tool. Its constants are read from
+//! its source text, so a limit changed on one side only fails here, before
+//! any benchmark compares unlike workers.
 
 use std::collections::BTreeMap;
 
+use duet_cf_worker::ai::stream::MAX_STREAM_BYTES;
 use duet_cf_worker::api::limits::*;
 use duet_cf_worker::chat::budget::{MIN_COMMAND_MS, MIN_MODEL_CALL_MS};
 use duet_cf_worker::chat::context::system_prompt;
+use duet_cf_worker::chat::tools::{DEFINITIONS, RUN_COMMAND};
 
 const REFERENCE: &str = include_str!("../bench/reference/index.js");
 const LIMITS: &str = include_str!("../src/api/limits.rs");
 
+/// The limits the reference keeps that are not in `src/api/limits.rs`.
+const ELSEWHERE: [&str; 3] = ["MIN_COMMAND_MS", "MIN_MODEL_CALL_MS", "MAX_STREAM_BYTES"];
+
 /// Every limit of `src/api/limits.rs`, by name, and the least times worth
-/// giving a model call and a command (`chat::budget`), which the reference
-/// keeps among its limits.
+/// giving a model call and a command (`chat::budget`) and the bound of a
+/// streamed answer (`ai::stream`), which the reference keeps among its
+/// limits.
 fn rust_limits() -> BTreeMap<&'static str, u64> {
     macro_rules! by_name {
         ($($name:ident),* $(,)?) => {
@@ -63,6 +69,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         AUDIT_ENTRIES,
         AUDIT_CMD_CHARS,
         DELTA_INTERVAL_MS,
+        MAX_STREAM_BYTES,
     ]
 }
 
@@ -114,7 +121,7 @@ fn every_limit_is_listed_here() {
         .collect();
     let listed: Vec<&str> = rust_limits()
         .into_keys()
-        .filter(|name| !["MIN_COMMAND_MS", "MIN_MODEL_CALL_MS"].contains(name))
+        .filter(|name| !ELSEWHERE.contains(name))
         .collect();
     let mut declared_sorted = declared.clone();
     declared_sorted.sort_unstable();
@@ -137,21 +144,43 @@ fn the_reference_keeps_the_same_limits() {
     }
 }
 
-#[test]
-fn the_reference_tells_the_model_the_same_thing() {
-    let template = REFERENCE
-        .split("const SYSTEM_PROMPT = `")
+/// The template literal that follows `start` in the reference, its
+/// placeholders filled: the limits, the tool's name, and `how` if given.
+fn template(start: &str, how: Option<&str>) -> String {
+    let text = REFERENCE
+        .split(start)
         .nth(1)
-        .and_then(|rest| rest.split("`;").next())
-        .expect("the reference has a SYSTEM_PROMPT template");
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("the reference has {start}"));
     // A backslash at a line's end continues the template literal.
-    let mut prompt = template.replace("\\\n", "");
+    let mut text = text.replace("\\\n", "");
     for (name, value) in reference_limits() {
-        prompt = prompt.replace(&format!("${{{name}}}"), &value.to_string());
+        text = text.replace(&format!("${{{name}}}"), &value.to_string());
+    }
+    text = text.replace("${RUN_COMMAND}", RUN_COMMAND);
+    if let Some(how) = how {
+        text = text.replace("${how}", how);
     }
     assert!(
-        !prompt.contains("${"),
-        "every placeholder is a limit: {prompt}"
+        !text.contains("${"),
+        "every placeholder is a limit or the tool's name: {text}"
     );
-    assert_eq!(prompt, system_prompt(false));
+    text
+}
+
+#[test]
+fn the_reference_tells_the_model_the_same_thing() {
+    for (tools, how) in [(false, "  tags: `"), (true, "  tools: `")] {
+        let how = template(how, None);
+        let prompt = template("const systemPrompt = (how) => `", Some(&how));
+        assert_eq!(prompt, system_prompt(tools), "tools: {tools}");
+    }
+    assert!(REFERENCE.contains(&format!("const RUN_COMMAND = \"{RUN_COMMAND}\";")));
+}
+
+#[test]
+fn the_reference_offers_the_same_tool() {
+    let tools = template("const TOOLS = JSON.parse(`", None);
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    assert_eq!(parse(&tools), parse(DEFINITIONS));
 }

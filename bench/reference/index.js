@@ -1,7 +1,7 @@
 // The Duet worker written plainly in JavaScript: a reference to measure the
 // Rust worker (src/) against (bench/compare.mjs). One module, no
 // dependencies. Per request it does what the Rust worker does (as of commit
-// eadd500), storage included, since on workerd a write costs a commit that
+// a986673), storage included, since on workerd a write costs a commit that
 // the response waits for:
 //
 //   front door: route and room id, optional bearer token (DUET_API_TOKEN,
@@ -12,13 +12,18 @@
 //   DuetAgent: reads the body (at most 64 KiB), validates `{text, userId?}`,
 //     records the room's use (its SQLite row at most once a minute, or per
 //     tenth of the room's time to live if that is shorter; the expiry alarm
-//     once per object instance), asks the `AI` binding with the room's last 20
+//     once per object instance), asks the model (the `AI` binding, else an
+//     OpenAI-compatible server at AI_BASE_URL) with the room's last 20
 //     messages (read from SQLite once, then kept in memory alongside the
-//     table), the same system prompt, model default and input, runs the
-//     answer's `<run>` commands through the Sandbox object and asks again
-//     with their results (the same rounds and limits), then stores the user
-//     and agent messages in one statement, trims the table to 20 and
-//     answers `{reply, messages}` with the last 20
+//     table), the same system prompts, model default, input and tool
+//     (`run_command`, offered as AI_TOOLS says), reads each answer as it
+//     streams (server-sent events, bounded like the call; an answer cut
+//     short keeps what came and says so), runs the commands of its `<run>`
+//     tags or tool calls through the Sandbox object and asks again with
+//     their results (a results turn, or a `tool` turn per call; the same
+//     rounds and limits), then stores the user and agent messages in one
+//     statement, trims the table to 20 and answers `{reply, messages}` with
+//     the last 20
 //   Sandbox: reads and validates `{cmd, timeoutMs?}`, records the use (the
 //     same way, by the idle time), calls sandboxd at SANDBOX_URL within the
 //     command's bound and passes its JSON result through as
@@ -28,10 +33,12 @@
 // tables. Left out, as no benchmark reaches them: the web page and the live
 // feed (their routes are unknown here, and a room never has watchers: the
 // Sandbox object still counts its WebSockets per command and the DuetAgent
-// reads the watchers flag once, as the Rust objects do), the
-// OpenAI-compatible backend (AI_BASE_URL), containers (sandboxd is always
-// SANDBOX_URL), and an idle sandbox's sleep (its workspace is not archived;
-// the alarm only expires the room).
+// reads the watchers flag once, as the Rust objects do; so no `delta`
+// events either: an answer's pieces are read and, with nobody watching,
+// passed over, as the Rust worker passes them over), the room's policy and
+// approvals (every command runs, as under the default `auto`), containers
+// (sandboxd is always SANDBOX_URL), and an idle sandbox's sleep (its
+// workspace is not archived; the alarm only expires the room).
 //
 // Served by tests/e2e/support/stack.mjs with the bindings of wrangler.toml:
 //   startWorker({ buildDir: "bench/reference", vars: { SANDBOX_URL } })
@@ -67,23 +74,43 @@ const ROOM_TTL_SECONDS = 3 * 24 * 3600;
 const AUDIT_ENTRIES = 200;
 const AUDIT_CMD_CHARS = 500;
 const DELTA_INTERVAL_MS = 100;
+const MAX_STREAM_BYTES = 1024 * 1024;
 
-// ---- the model (src/ai, src/chat/context.rs)
+// ---- the model (src/ai, src/chat/context.rs, src/chat/tools.rs)
 const DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash";
 const MAX_OUTPUT_TOKENS = 512;
 const CATALOG = "https://developers.cloudflare.com/workers-ai/models/";
-const SYSTEM_PROMPT = `You are Duet, a pair-programming assistant in a shared \
-terminal room. Several people may talk to you; be concise and practical. You can run shell \
-commands in the room's Linux sandbox (bash; files and the working directory persist between \
-commands). To run a command, write it exactly, alone, inside <run>...</run>, for example \
+const RUN_COMMAND = "run_command";
+// How the model is told to run commands: by `<run>` tags, or by calling its tool.
+const HOW_TO_RUN = {
+  tags: `To run a command, write it exactly, alone, inside <run>...</run>, for example \
 <run>ls -la</run>. Use at most ${MAX_RUNS_PER_ANSWER} <run> tags in one answer. After your answer \
 the commands run in order, and you get their results (exit code and output) in a message \
 marked as coming from the sandbox; you may then run more commands the same way, or give your \
-final answer without <run> tags. You have at most ${MAX_MODEL_CALLS} answers and \
+final answer without <run> tags.`,
+  tools: `To run a command, call the ${RUN_COMMAND} tool; call it at most ${MAX_RUNS_PER_ANSWER} \
+times in one answer. After your answer the commands run in order, and you get each result (exit \
+code and output) back; you may then run more commands the same way, or give your final answer \
+without calling it.`,
+};
+const systemPrompt = (how) => `You are Duet, a pair-programming assistant in a shared \
+terminal room. Several people may talk to you; be concise and practical. You can run shell \
+commands in the room's Linux sandbox (bash; files and the working directory persist between \
+commands). ${how} You have at most ${MAX_MODEL_CALLS} answers and \
 ${MAX_COMMANDS_PER_MESSAGE} commands per user message, so plan them. Everyone in the room sees \
 your answers and a short summary of each command's output. Never invent or predict a \
 command's output. Only run commands that help with what was asked; never run destructive \
 commands unless asked.`;
+const SYSTEM_PROMPTS = { tags: systemPrompt(HOW_TO_RUN.tags), tools: systemPrompt(HOW_TO_RUN.tools) };
+// The agent's one tool, as the model's input carries it (`tools`).
+const TOOLS = JSON.parse(`[{"type": "function", "function": {
+  "name": "${RUN_COMMAND}",
+  "description": "Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most ${MAX_RUNS_PER_ANSWER} commands per answer.",
+  "parameters": {"type": "object", "properties": {
+    "command": {"type": "string", "description": "The command, exactly as it would be typed in bash."},
+    "timeoutMs": {"type": "integer", "minimum": 1, "maximum": ${EXEC_MAX_TIMEOUT_MS}, "description": "How long the command may run, in milliseconds (at most ${EXEC_MAX_TIMEOUT_MS}; the room's time budget may allow less)."}
+  }, "required": ["command"]}
+}}]`);
 const RESULTS_HEADER = "[Results of your commands, from the room's sandbox]";
 
 // ---- errors (src/api/error.rs): every failure is an ApiError with its status
@@ -115,6 +142,7 @@ const internal = (why) => new ApiError(500, `internal error: ${why}`);
 const aiFailed = (why) => new ApiError(502, `AI backend failed: ${why}`);
 const sandboxFailed = (why) => new ApiError(502, `sandbox failed: ${why}`);
 const aiUnavailable = (why) => new ApiError(503, `no AI backend: ${why}`);
+const notConfigured = (why) => new ApiError(503, `the worker is not configured: ${why}`);
 const sandboxUnavailable = (why) => new ApiError(503, `sandbox unavailable: ${why}`);
 const aiBusy = (why) => new ApiError(503, `AI backend is busy: ${why}`);
 const aiTimeout = (ms) => new ApiError(504, `AI backend did not answer within ${ms} ms`);
@@ -490,15 +518,37 @@ async function objectResponse(object, path, handle) {
 }
 
 // ---- the model (src/ai)
-/** What the model is asked for, by its family (src/ai/input.rs). */
-function modelInput(model, messages) {
+/** How a family of models is asked (src/ai/input.rs): "classic", "hybrid", "kimi" or "gpt-oss". */
+function family(model) {
   const name = model.toLowerCase();
-  if (name.includes("gpt-oss")) return { messages, max_tokens: MAX_OUTPUT_TOKENS, reasoning_effort: "low" };
-  if (name.includes("kimi")) return { messages, max_completion_tokens: MAX_OUTPUT_TOKENS, chat_template_kwargs: { thinking: false } };
-  if (["glm-", "gemma-4", "nemotron-3", "qwen3", "deepseek-v4"].some((part) => name.includes(part))) {
-    return { messages, max_completion_tokens: MAX_OUTPUT_TOKENS, chat_template_kwargs: { enable_thinking: false } };
+  if (name.includes("gpt-oss")) return "gpt-oss";
+  if (name.includes("kimi")) return "kimi";
+  if (["glm-", "gemma-4", "nemotron-3", "qwen3", "deepseek-v4"].some((part) => name.includes(part))) return "hybrid";
+  return "classic";
+}
+
+/** What the model is asked for: always a stream, with the tool when `tools`. */
+function modelInput(model, messages, tools) {
+  const input = tools ? { messages, stream: true, tools: TOOLS } : { messages, stream: true };
+  switch (family(model)) {
+    case "gpt-oss":
+      return { ...input, max_tokens: MAX_OUTPUT_TOKENS, reasoning_effort: "low" };
+    case "kimi":
+      return { ...input, max_completion_tokens: MAX_OUTPUT_TOKENS, chat_template_kwargs: { thinking: false } };
+    case "hybrid":
+      return { ...input, max_completion_tokens: MAX_OUTPUT_TOKENS, chat_template_kwargs: { enable_thinking: false } };
+    default:
+      return { ...input, max_tokens: MAX_OUTPUT_TOKENS };
   }
-  return { messages, max_tokens: MAX_OUTPUT_TOKENS };
+}
+
+/** AI_MODEL (else DEFAULT_MODEL), offered the tool as AI_TOOLS says (by default the OpenAI-style families). */
+function configuredModel(env) {
+  const name = setting(env, "AI_MODEL") ?? DEFAULT_MODEL;
+  const tools = setting(env, "AI_TOOLS")?.trim() ?? "auto";
+  if (tools === "auto") return { name, tools: ["hybrid", "kimi"].includes(family(name)) };
+  if (tools === "on" || tools === "off") return { name, tools: tools === "on" };
+  throw notConfigured(`AI_TOOLS is ${JSON.stringify(tools)}; set it to auto, on or off`);
 }
 
 /** Text without `<think>` blocks (and thoughts closed by a leading `</think>`). */
@@ -516,12 +566,83 @@ function withoutThinking(text) {
   return out + rest;
 }
 
-/** `response`, or `choices[0].message.content`, without thoughts; null when empty. */
-function completionText(completion) {
-  const raw = typeof completion?.response === "string" ? completion.response : completion?.choices?.[0]?.message?.content;
-  if (typeof raw !== "string") return null;
-  const text = withoutThinking(raw).trim();
-  return text === "" ? null : text;
+/**
+ * A streamed answer put together (src/ai/stream.rs): server-sent events, in
+ * chunks that may split anything. `{response}` pieces, or
+ * `chat.completion.chunk` deltas whose text, never their thoughts, is read,
+ * and whose tool-call fragments join the call their `index` names.
+ */
+class Streamed {
+  decoder = new TextDecoder();
+  line = "";
+  data = "";
+  text = "";
+  calls = [];
+  read = 0;
+  complete = false; // at `[DONE]` or a finish_reason
+
+  /** Reads a chunk of the stream; answers the text it adds. */
+  push(chunk) {
+    this.read += chunk.byteLength;
+    const lines = (this.line + this.decoder.decode(chunk, { stream: true })).split("\n");
+    this.line = lines.pop();
+    let added = "";
+    for (const whole of lines) {
+      const line = whole.endsWith("\r") ? whole.slice(0, -1) : whole;
+      if (line === "") {
+        const data = this.data;
+        this.data = "";
+        if (data !== "") added += this.event(data);
+      } else if (line.startsWith("data:")) {
+        if (this.data !== "") this.data += "\n";
+        this.data += line.startsWith("data: ") ? line.slice(6) : line.slice(5);
+      }
+    }
+    return added;
+  }
+
+  get overBound() {
+    return this.read > MAX_STREAM_BYTES;
+  }
+
+  /** One event's data; the text it adds. */
+  event(data) {
+    if (data.trim() === "[DONE]") {
+      this.complete = true;
+      return "";
+    }
+    let event;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      return "";
+    }
+    if (typeof event?.response === "string") {
+      this.text += event.response;
+      return event.response;
+    }
+    const choice = event?.choices?.[0];
+    if (choice?.finish_reason != null) this.complete = true;
+    const delta = choice?.delta;
+    if (Array.isArray(delta?.tool_calls)) for (const fragment of delta.tool_calls) this.callFragment(fragment);
+    const piece = typeof delta?.content === "string" ? delta.content : "";
+    this.text += piece;
+    return piece;
+  }
+
+  /** Adds a fragment to the call it names (by `index`, else the last); an index far ahead is no call. */
+  callFragment(fragment) {
+    const { calls } = this;
+    const index = Number.isSafeInteger(fragment?.index) && fragment.index >= 0 ? fragment.index : undefined;
+    const at = index ?? (typeof fragment?.id === "string" || calls.length === 0 ? calls.length : calls.length - 1);
+    if (at > calls.length) return;
+    if (at === calls.length) calls.push({ id: `call_${at}`, type: "function", function: { name: "", arguments: "" } });
+    const call = calls[at];
+    if (typeof fragment?.id === "string") call.id = fragment.id;
+    const { name, arguments: part } = fragment?.function ?? {};
+    if (typeof name === "string") call.function.name += name;
+    if (typeof part === "string") call.function.arguments += part;
+  }
 }
 
 function modelFailure(model, error) {
@@ -539,34 +660,123 @@ function modelFailure(model, error) {
   }
 }
 
-async function runModel(env, model, messages, session) {
-  if (!env.AI) throw aiUnavailable("bind Workers AI as `AI`, or set AI_BASE_URL to an OpenAI-compatible server");
+/** The binding's event stream (src/ai/workers_ai.rs); undefined where it only runs on Cloudflare. */
+async function runBinding(env, model, input, session) {
   const gateway = setting(env, "AI_GATEWAY_ID");
   const options = { extraHeaders: { "x-session-affinity": session }, ...(gateway ? { gateway: { id: gateway } } : {}) };
+  let error;
   try {
-    return await env.AI.run(model, modelInput(model, messages), options);
+    const answer = await env.AI.run(model, input, options);
+    if (answer instanceof ReadableStream) return answer;
+    error = "the binding answered without streaming";
   } catch (e) {
-    const error = String(e?.message ?? e);
-    if (error.includes("needs to be run remotely")) {
-      throw aiUnavailable("the Workers AI binding only runs on Cloudflare (log in and use `wrangler dev --remote`); this reference has no AI_BASE_URL backend");
-    }
-    if (/(?:^|:)\s*3040\s*:/.test(error)) throw aiBusy(`Workers AI has no capacity for ${model} right now (${error}); try again in a moment`);
-    throw aiFailed(modelFailure(model, error));
+    error = String(e); // as the Rust worker reads it: `AiError: 5007: …`
   }
+  if (error.includes("needs to be run remotely")) return undefined;
+  if (/(?:^|:)\s*3040\s*:/.test(error)) throw aiBusy(`Workers AI has no capacity for ${model} right now (${error}); try again in a moment`);
+  throw aiFailed(modelFailure(model, error));
+}
+
+/** The server at AI_BASE_URL as errors name it: scheme, host and port, no credentials (src/ai/openai.rs). */
+function origin(baseUrl) {
+  const url = baseUrl.trim();
+  const scheme = url.indexOf("://");
+  const rest = scheme < 0 ? url : url.slice(scheme + 3);
+  const authority = rest.split(/[/?#]/)[0];
+  const host = authority.slice(authority.lastIndexOf("@") + 1);
+  return scheme < 0 ? host : `${url.slice(0, scheme)}://${host}`;
+}
+
+/** An OpenAI-compatible server's event stream for `input`. */
+async function runServer(baseUrl, key, model, input) {
+  const server = origin(baseUrl);
+  const base = baseUrl.trim().replace(/\/+$/, "");
+  const url = `${base.endsWith("/v1") ? base.slice(0, -3) : base}/v1/chat/completions`;
+  const headers = { "content-type": "application/json", ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) };
+  let request;
+  try {
+    request = new Request(url, { method: "POST", headers, body: JSON.stringify({ model, ...input }) });
+  } catch {
+    throw aiFailed(`AI_BASE_URL is not a usable URL (${server})`);
+  }
+  let res;
+  try {
+    res = await fetch(request);
+  } catch {
+    throw aiFailed(`cannot reach ${server}`);
+  }
+  if (res.status === 404) throw aiFailed(`${server} answered 404: it has no model ${model} (AI_MODEL), or AI_BASE_URL is not an OpenAI-compatible server`);
+  if (res.status < 200 || res.status > 299) throw aiFailed(`${server} answered ${res.status}`);
+  const kind = res.headers.get("content-type");
+  if (!kind?.startsWith("text/event-stream")) {
+    throw aiFailed(`${server} answered without streaming (${kind ?? "no content-type"}); use a server that streams chat completions`);
+  }
+  if (!res.body) throw aiFailed(`${server} broke off its answer`);
+  return res.body;
+}
+
+/** The answer's event stream: from the binding when it works, else from AI_BASE_URL (src/ai/mod.rs). */
+async function openModel(env, model, session, messages) {
+  const input = modelInput(model.name, messages, model.tools);
+  if (env.AI) {
+    const stream = await runBinding(env, model.name, input, session);
+    if (stream) return stream;
+  }
+  const base = setting(env, "AI_BASE_URL");
+  if (base === undefined) {
+    throw aiUnavailable(
+      env.AI
+        ? "the Workers AI binding only runs on Cloudflare (log in and use `wrangler dev --remote`), or set AI_BASE_URL to an OpenAI-compatible server"
+        : "bind Workers AI as `AI`, or set AI_BASE_URL to an OpenAI-compatible server",
+    );
+  }
+  return runServer(base, setting(env, "AI_API_KEY"), model.name, input);
 }
 
 const aiTimeLimit = (env) => number(env, "AI_TIMEOUT_MS", AI_TIMEOUT_MS, AI_TIMEOUT_MS);
 
-/** The model's answer to `messages` as chat text, within `maxMs`. */
-async function askModel(env, session, messages, maxMs) {
+/**
+ * The model's answer to `messages`, stream and all within AI_TIMEOUT_MS and
+ * `maxMs`: `{text, calls, cut}`, its text as chat text without thoughts,
+ * `cut` saying why it stopped coming before it was done, if it did.
+ */
+async function askModel(env, model, session, messages, maxMs) {
   const limit = Math.min(aiTimeLimit(env), maxMs);
-  const model = setting(env, "AI_MODEL") ?? DEFAULT_MODEL;
-  const completion = await within(limit, runModel(env, model, messages, session));
-  if (completion === TIMED_OUT) throw aiTimeout(limit);
-  const raw = completionText(completion);
-  const text = raw === null ? "" : withoutControls(raw).trim();
-  if (text === "") throw aiFailed(`the model ${model} returned no text`);
-  return firstChars(text, MAX_MODEL_ANSWER_CHARS);
+  const deadline = Date.now() + limit;
+  const stream = await within(limit, openModel(env, model, session, messages));
+  if (stream === TIMED_OUT) throw aiTimeout(limit);
+  const reader = stream.getReader();
+  const streamed = new Streamed();
+  let cut, stalled, ended;
+  while (cut === undefined && !streamed.complete) {
+    let step;
+    try {
+      step = await within(Math.max(0, deadline - Date.now()), reader.read());
+    } catch (e) {
+      cut = `its stream broke off: ${e}`; // `Error: …`, as the Rust worker reads it
+      break;
+    }
+    if (step === TIMED_OUT) {
+      stalled = true;
+      cut = `nothing more came within ${limit} ms`;
+    } else if (step.done) {
+      ended = true;
+      cut = "its stream ended before the answer did";
+    } else {
+      // The Rust worker shows each piece's visible text to the room's
+      // watchers (src/chat/shown.rs); a room here never has any.
+      streamed.push(step.value);
+      if (!streamed.complete && streamed.overBound) cut = `it was over ${MAX_STREAM_BYTES} bytes`;
+    }
+  }
+  if (!ended) reader.cancel().catch(() => {});
+  const text = firstChars(withoutControls(withoutThinking(streamed.text).trim()).trim(), MAX_MODEL_ANSWER_CHARS);
+  if (text === "" && streamed.calls.length === 0) {
+    if (stalled) throw aiTimeout(limit);
+    if (cut !== undefined) throw aiFailed(`the answer of the model ${model.name} broke off before any text: ${cut}`);
+    throw aiFailed(`the model ${model.name} returned no text`);
+  }
+  return { text, calls: streamed.calls, cut };
 }
 
 // ---- what the model sees (src/chat/context.rs)
@@ -583,15 +793,23 @@ function recentThatFit(history) {
   return history.slice(start);
 }
 
-function buildContext(history, text, followUps) {
-  const messages = [{ role: "system", content: SYSTEM_PROMPT }];
+/** System prompt, history, the new text, then each earlier answer and its results turn or its calls' tool turns. */
+function buildContext(history, text, followUps, tools) {
+  const messages = [{ role: "system", content: tools ? SYSTEM_PROMPTS.tools : SYSTEM_PROMPTS.tags }];
   for (const m of recentThatFit(history)) messages.push({ role: m.role === "user" ? "user" : "assistant", content: m.text });
   messages.push({ role: "user", content: text });
-  for (const [answer, results] of followUps) messages.push({ role: "assistant", content: answer }, { role: "user", content: results });
+  for (const { answer, results, calls, toolResults } of followUps) {
+    if (calls.length === 0) {
+      messages.push({ role: "assistant", content: answer }, { role: "user", content: results });
+      continue;
+    }
+    messages.push({ role: "assistant", content: answer === "" ? null : answer, tool_calls: calls });
+    calls.forEach((call, i) => messages.push({ role: "tool", content: toolResults[i], tool_call_id: call.id }));
+  }
   return messages;
 }
 
-// ---- `<run>` tags and rounds (src/chat/run_tags.rs, rounds.rs, budget.rs)
+// ---- `<run>` tags, tool calls and rounds (src/chat/run_tags.rs, tools.rs, rounds.rs, budget.rs)
 function parseRunTags(answer) {
   let prose = "";
   const commands = [];
@@ -610,6 +828,33 @@ function parseRunTags(answer) {
   return { prose, commands: commands.slice(0, MAX_RUNS_PER_ANSWER), skipped: Math.max(0, commands.length - MAX_RUNS_PER_ANSWER) };
 }
 
+/** The command a tool call asks for, `{cmd, timeoutMs?}`, or `{why}` it asks for none (its error turn). */
+function commandOf(call) {
+  const { name, arguments: text } = call.function;
+  if (name !== RUN_COMMAND) return { why: `there is no tool \`${name}\`; the only tool is ${RUN_COMMAND}` };
+  let args;
+  try {
+    args = JSON.parse(text);
+  } catch {
+    return { why: `the arguments of ${RUN_COMMAND} are not a JSON object` };
+  }
+  const cmd = args?.command;
+  if (typeof cmd !== "string" || cmd.trim() === "") return { why: `${RUN_COMMAND} needs \`command\`, a non-empty string` };
+  const timeoutMs = args.timeoutMs ?? undefined;
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= EXEC_MAX_TIMEOUT_MS)) {
+    return { why: `\`timeoutMs\` must be a whole number from 1 to ${EXEC_MAX_TIMEOUT_MS}` };
+  }
+  return { cmd: cmd.trim(), timeoutMs };
+}
+
+/** What an answer asks to run: its calls' commands when it made any, else its tags'; its prose without tags. */
+function asked(text, calls) {
+  const { prose, commands, skipped } = parseRunTags(text);
+  if (calls.length === 0) return { prose, commands: commands.map((cmd) => ({ cmd })), skipped };
+  const called = calls.map(commandOf).filter((c) => c.why === undefined);
+  return { prose, commands: called.slice(0, MAX_RUNS_PER_ANSWER), skipped: Math.max(0, called.length - MAX_RUNS_PER_ANSWER) };
+}
+
 /** What the room sees of a command's output. */
 function summary(stdout, stderr) {
   const out = withoutControls(stdout);
@@ -617,13 +862,13 @@ function summary(stdout, stderr) {
   return text === "" ? "[no output]" : firstChars(text, SUMMARY_CHARS);
 }
 
-/** One answer as the room sees it: its prose, then each command's output or error. */
 /** A command as its block's header quotes it. */
 function quoted(cmd) {
   const shown = firstChars(cmd, QUOTED_CMD_CHARS);
   return shown.length < cmd.length ? `${shown}…` : cmd;
 }
 
+/** One answer as the room sees it: its prose, then each command's output or error. */
 function answerText({ prose, ran, skipped }) {
   let text = prose.trimEnd();
   for (const [full, outcome] of ran) {
@@ -641,21 +886,31 @@ function stream(name, text) {
   return `\n${name}:\n${shown.replace(/\n+$/, "")}${cut}`;
 }
 
-/** The user turn that tells the model what its commands did. */
-function resultsTurn({ ran, skipped }) {
-  let turn = RESULTS_HEADER;
-  for (const [cmd, outcome] of ran) {
-    turn += `\n\n$ ${cmd}\n`;
-    if (outcome.ran) {
-      const o = outcome.ran;
-      turn += o.timedOut ? `timed out (exit code ${o.exitCode})` : `exit code ${o.exitCode}`;
-      turn += stream("stdout", o.stdout) + stream("stderr", o.stderr);
-    } else {
-      turn += `not run: ${outcome.failed}`;
-    }
+/** One command's result as the model reads it. */
+function result(cmd, outcome) {
+  const o = outcome.ran;
+  if (!o) return `$ ${cmd}\nnot run: ${outcome.failed}`;
+  const status = o.timedOut ? `timed out (exit code ${o.exitCode})` : `exit code ${o.exitCode}`;
+  return `$ ${cmd}\n${status}${stream("stdout", o.stdout)}${stream("stderr", o.stderr)}`;
+}
+
+/** What the model hears back after a round: a results turn (tags), or each call's tool turn (tools). */
+function followUpOf(round) {
+  const { answer, calls, ran, skipped } = round;
+  if (calls.length === 0) {
+    let results = RESULTS_HEADER;
+    for (const [cmd, outcome] of ran) results += `\n\n${result(cmd, outcome)}`;
+    if (skipped > 0) results += `\n\n${skipped} more command(s) of your answer were not run.`;
+    return { answer, results, calls };
   }
-  if (skipped > 0) turn += `\n\n${skipped} more command(s) of your answer were not run.`;
-  return turn;
+  let next = 0;
+  const toolResults = calls.map((call) => {
+    const { why } = commandOf(call);
+    if (why !== undefined) return `error: ${why}`;
+    const done = ran[next++];
+    return done ? result(...done) : `not run: at most ${MAX_RUNS_PER_ANSWER} commands per answer`;
+  });
+  return { answer, calls, toolResults };
 }
 
 const STOP_NOTES = {
@@ -664,6 +919,7 @@ const STOP_NOTES = {
   commands: (notRun) => `[Stopped: at most ${MAX_COMMANDS_PER_MESSAGE} commands per message; ${notRun} more not run]`,
   budget: () => "[Stopped: not enough of this message's time was left for the model to go on]",
   modelFailed: (why) => `[The model could not continue: ${why}]`,
+  cut: (why) => `[The model's answer was cut off (${why}); what came is shown, and its commands were not run]`,
 };
 
 /** A follow-up model call's limit, leaving room for a command; null when there is none. */
@@ -672,13 +928,14 @@ function followUpCall(leftMs, modelLimitMs) {
   return forModel >= MIN_MODEL_CALL_MS ? Math.min(forModel, modelLimitMs) : null;
 }
 
-/** What a command sent from a `<run>` tag came to: `{ran: result}` or `{failed: why}`. */
-async function runCommand(sandbox, room, cmd, deadline) {
+/** What a command of the model's came to, within the time it asked for if any: `{ran: result}` or `{failed: why}`. */
+async function runCommand(sandbox, room, cmd, askedMs, deadline) {
   const why = commandProblem(cmd);
   if (why) return { failed: `command ${why}` };
   const left = Math.max(0, deadline - Date.now());
-  const timeoutMs = Math.min(Math.max(0, left - SANDBOXD_MARGIN_MS), EXEC_DEFAULT_TIMEOUT_MS);
-  if (timeoutMs <= 0) return { failed: "not run: the exchange's time budget is spent" };
+  const budgetMs = Math.min(Math.max(0, left - SANDBOXD_MARGIN_MS), EXEC_DEFAULT_TIMEOUT_MS);
+  if (budgetMs <= 0) return { failed: "not run: the exchange's time budget is spent" };
+  const timeoutMs = askedMs === undefined ? budgetMs : Math.min(askedMs, budgetMs);
   const outcome = await within(left, execThrough(sandbox, room, { cmd, timeoutMs }));
   return outcome === TIMED_OUT ? { failed: `the sandbox did not answer within ${left} ms` } : outcome;
 }
@@ -702,8 +959,9 @@ async function execThrough(sandbox, room, request) {
   return { ran: { stdout: str(result?.stdout), stderr: str(result?.stderr), exitCode: Number.isInteger(result?.exitCode) ? result.exitCode : 0, timedOut: result?.timedOut === true } };
 }
 
-/** One `/message` exchange: answers and their commands, until done or a limit; the room's reply. */
+/** One `/message` exchange (src/agent/exchange.rs): answers and their commands, until done or a limit; the room's reply. */
 async function exchange(env, room, history, text, started, stillCurrent) {
+  const model = configuredModel(env);
   const deadline = started + MESSAGE_BUDGET_MS;
   const modelLimit = aiTimeLimit(env);
   const sandbox = env.Sandbox.getByName(sandboxName(room));
@@ -712,35 +970,35 @@ async function exchange(env, room, history, text, started, stillCurrent) {
   let commandsRun = 0;
   let stop;
   for (;;) {
-    const context = buildContext(history, text, followUps);
-    let answer;
-    if (rounds.length === 0) {
-      answer = await askModel(env, room, context, MESSAGE_BUDGET_MS);
-    } else {
-      const limit = followUpCall(Math.max(0, deadline - Date.now()), modelLimit);
-      if (limit === null) {
-        stop = STOP_NOTES.budget();
-        break;
-      }
-      try {
-        answer = await askModel(env, room, context, limit);
-      } catch (e) {
-        stop = STOP_NOTES.modelFailed(asApiError(e).message);
-        break;
-      }
+    const context = buildContext(history, text, followUps, model.tools);
+    const limit = rounds.length === 0 ? MESSAGE_BUDGET_MS : followUpCall(Math.max(0, deadline - Date.now()), modelLimit);
+    if (limit === null) {
+      stop = STOP_NOTES.budget();
+      break;
     }
-    const parsed = parseRunTags(answer);
-    const allowed = Math.min(parsed.commands.length, Math.max(0, MAX_COMMANDS_PER_MESSAGE - commandsRun));
-    const ran = [];
-    for (const cmd of parsed.commands.slice(0, allowed)) {
+    let answer;
+    try {
+      answer = await askModel(env, model, room, context, limit);
+    } catch (e) {
+      if (rounds.length === 0) throw e;
+      stop = STOP_NOTES.modelFailed(asApiError(e).message);
+      break;
+    }
+    const { prose, commands, skipped } = asked(answer.text, answer.calls);
+    const round = { answer: answer.text, calls: answer.calls, prose, ran: [], skipped };
+    rounds.push(round);
+    if (answer.cut !== undefined) {
+      stop = STOP_NOTES.cut(answer.cut);
+      break;
+    }
+    const allowed = Math.min(commands.length, Math.max(0, MAX_COMMANDS_PER_MESSAGE - commandsRun));
+    for (const { cmd, timeoutMs } of commands.slice(0, allowed)) {
       stillCurrent();
-      ran.push([cmd, await runCommand(sandbox, room, cmd, deadline)]);
+      round.ran.push([cmd, await runCommand(sandbox, room, cmd, timeoutMs, deadline)]);
     }
     commandsRun += allowed;
-    const notRun = parsed.commands.length - allowed;
-    const round = { answer, prose: parsed.prose, ran, skipped: parsed.skipped };
-    rounds.push(round);
-    if (ran.length === 0 && notRun === 0) {
+    const notRun = commands.length - allowed;
+    if (round.ran.length === 0 && round.calls.length === 0 && notRun === 0) {
       stop = STOP_NOTES.done();
       break;
     }
@@ -752,7 +1010,7 @@ async function exchange(env, room, history, text, started, stillCurrent) {
       stop = STOP_NOTES.modelCalls();
       break;
     }
-    followUps.push([answer, resultsTurn(round)]);
+    followUps.push(followUpOf(round));
   }
   return boundedReply(rounds.map(answerText).filter((t) => t !== "").join("\n\n"), stop);
 }

@@ -3,7 +3,7 @@
 // `bash bench/run`, which builds what is missing first.
 //
 // Every loop is bounded in count and time; everything listens on 127.0.0.1.
-import { execFileSync, fork, spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -11,6 +11,7 @@ import path from "node:path";
 
 import { freePort, ROOT, startSandboxd, startWorker, tempDir } from "../tests/e2e/support/stack.mjs";
 import { call, load, median, paced, postJson, round, stats } from "./lib/load.mjs";
+import { serveWorker } from "./lib/worker-process.mjs";
 
 const QUICK = process.env.BENCH_QUICK === "1"; // a short smoke run of the whole suite
 const scale = (n) => (QUICK ? Math.max(1, Math.ceil(n / 10)) : n);
@@ -201,23 +202,9 @@ async function coldStartOnce(sandboxd, i, buildDir) {
   return { toReadyMs: round(tReady - t0), toFirstHealthMs: round(tHealth - t0), firstMessageMs: round(tMsg - tHealth), secondMessageMs: round(tMsg2 - tMsg), firstExecNewSandboxMs: round(tExec - tMsg2) };
 }
 
-/** startWorker in a child process (see lib/serve-worker.mjs). */
-async function serveWorker(vars, persistDir) {
-  const child = fork(path.join(ROOT, "bench/lib/serve-worker.mjs"), [], {
-    env: { ...process.env, BENCH_VARS: JSON.stringify(vars), BENCH_PERSIST: persistDir },
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-  });
-  const exited = new Promise((r) => child.once("exit", r));
-  const { url } = await Promise.race([
-    new Promise((r) => child.once("message", r)),
-    exited.then(() => { throw new Error("worker host exited"); }),
-  ]);
-  return { url, stop: async () => { if (child.connected) child.send("stop"); await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]); child.kill(); } };
-}
-
 async function workerLatency(sandboxd) {
   const persistDir = tempDir("bench-worker");
-  const w = await serveWorker({ SANDBOX_URL: sandboxd.url }, persistDir);
+  const w = await serveWorker({ vars: { SANDBOX_URL: sandboxd.url }, persistDir });
   cleanup.push(() => w.stop());
   const base = w.url;
   const s = { health: {}, history: {}, message: {}, exec: {} };
@@ -271,7 +258,7 @@ async function workerLatency(sandboxd) {
 
 /** The agent loop: a /message by the number of model answers it takes (scripted model, `true`-fast commands). */
 async function rounds(sandboxd) {
-  const w = await serveWorker({ SANDBOX_URL: sandboxd.url }, tempDir("bench-rounds"));
+  const w = await serveWorker({ vars: { SANDBOX_URL: sandboxd.url }, persistDir: tempDir("bench-rounds") });
   cleanup.push(() => w.stop());
   const scripts = { 1: "hello", 2: "steps true", 4: "forever" };
   const s = {};
@@ -324,7 +311,7 @@ async function lifecycle(sandboxd) {
     await fetch(`${sandboxd.url}/v1/sandboxes/${name}`, { method: "DELETE" });
 
     log(`lifecycle: a woken room's first command (${size})`);
-    const w = await serveWorker({ SANDBOX_URL: sandboxd.url, SANDBOX_IDLE_SECONDS: "1" }, tempDir("bench-wake"));
+    const w = await serveWorker({ vars: { SANDBOX_URL: sandboxd.url, SANDBOX_IDLE_SECONDS: "1" }, persistDir: tempDir("bench-wake") });
     cleanup.push(() => w.stop());
     const wakes = [];
     for (let i = 0; i < (QUICK ? 1 : 3); i++) {

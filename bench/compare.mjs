@@ -24,7 +24,7 @@
 // COMPARE_ROUNDS, COMPARE_SECONDS, COMPARE_CONNECTIONS and COMPARE_ENDPOINTS
 // (of health, history, message, exec; default "health,message,exec")
 // override the defaults. Needs wrk on PATH.
-import { execFileSync, fork, spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -33,6 +33,8 @@ import { parseArgs } from "node:util";
 import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
 import { compareAnswers } from "./lib/compare-smoke.mjs";
 import { load, postJson, round } from "./lib/load.mjs";
+import { writeSection } from "./lib/results.mjs";
+import { serveWorker } from "./lib/worker-process.mjs";
 
 const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" }, access: { type: "boolean" } } });
 const ACCESS = Boolean(args.access);
@@ -129,23 +131,13 @@ function cpuMs(pids) {
 /** A worker on workerd in a process of its own (lib/serve-worker.mjs). */
 async function serve(worker, vars) {
   const persistDir = tempDir(`compare-${worker.key}`);
-  const child = fork(path.join(ROOT, "bench/lib/serve-worker.mjs"), [], {
-    env: { ...process.env, BENCH_VARS: JSON.stringify(vars), BENCH_PERSIST: persistDir, BENCH_BUILD_DIR: worker.buildDir },
-    stdio: ["ignore", "ignore", "inherit", "ipc"],
-  });
-  const exited = new Promise((r) => child.once("exit", r));
-  const { url } = await Promise.race([
-    new Promise((r) => child.once("message", r)),
-    exited.then(() => { throw new Error(`${worker.key} worker host exited`); }),
-  ]);
-  const pids = workerdPids(child.pid);
+  const host = await serveWorker({ vars, persistDir, buildDir: worker.buildDir }).catch((e) => { throw new Error(`${worker.key} worker: ${e.message}`); });
+  const pids = workerdPids(host.pid);
   return {
-    url,
+    url: host.url,
     cpuMs: () => (pids.length ? cpuMs(pids) : null),
     stop: async () => {
-      if (child.connected) child.send("stop");
-      await Promise.race([exited, sleep(5000)]);
-      child.kill();
+      await host.stop();
       fs.rmSync(persistDir, { recursive: true, force: true });
     },
   };
@@ -318,16 +310,7 @@ try {
     load: loadavgs,
     endpoints,
   };
-  let results;
-  if (args.merge) {
-    results = JSON.parse(fs.readFileSync(out, "utf8"));
-    results.sections ??= {};
-    results.sections[ACCESS ? "access" : "compare"] = section;
-  } else {
-    results = { date: section.date, quick: QUICK, machine: { nproc: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", node: process.version }, sections: { [ACCESS ? "access" : "compare"]: section } };
-  }
-  fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, JSON.stringify(results, null, 1) + "\n");
+  writeSection(out, { merge: Boolean(args.merge), key: ACCESS ? "access" : "compare", section });
   log(`wrote ${path.relative(ROOT, out)}`);
   const f = (s) => `${s.requestsPerSec} req/s, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, CPU ${s.cpuUsPerRequest} µs/req, ${s.errors} errors`;
   for (const e of Object.values(endpoints)) log(`${e.label}: ${FIRST} ${f(e[FIRST])} | ${SECOND} ${f(e[SECOND])} | ${FIRST}/${SECOND} throughput ${e.ratio.throughput}, p99 ${e.ratio.p99}, CPU ${e.ratio.cpu}`);

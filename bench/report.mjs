@@ -15,7 +15,7 @@ const outDir = path.resolve(process.argv[3] ?? path.join(ROOT, "docs"));
 const r = JSON.parse(fs.readFileSync(resultsFile, "utf8"));
 const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
 const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
-const { floors, sandboxd: sd, coldStart, worker, upload, compare, access } = r.sections;
+const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta } = r.sections;
 const d = r.derived;
 
 const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -24,7 +24,7 @@ const bytes = (b) => `${b.toLocaleString("en-US")} B (${kib(b)})`;
 const LEVELS = ["c1", "c8", "c32"];
 const lines = [];
 const p = (...a) => lines.push(...a);
-const loads = [...r.load, ...(compare?.load ?? [])].map((l) => l.loadavg[0]);
+const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? [])].map((l) => l.loadavg[0]);
 
 // ---- targets
 const TARGET_GZIP = 200 * 1024;
@@ -235,6 +235,27 @@ if (rounds) {
   for (const [n, commands] of [["1", 0], ["2", 1], ["4", 4]]) {
     const x = rounds[`rounds${n}`];
     if (x) p(`| ${n} | ${commands} | ${ms(x.p50)} | ${ms(x.p95)} | ${ms(x.p99)} | ${x.completed} |`);
+  }
+  p("");
+}
+// ---- the first delta on the live feed against the full reply
+if (firstDelta) {
+  const fd = firstDelta.settings;
+  const pair = (x) => `${ms(x.p50)} / ${ms(x.p99)}`;
+  const percent = (part, whole) => `${Math.round((part / whole) * 100)}%`;
+  p("## The first delta against the full reply", "");
+  p(`How soon a watcher sees an answer begin, measured ${firstDelta.date.slice(0, 10)} (${firstDelta.date.slice(11, 16)} UTC) by \`node bench/first-delta.mjs\`: the Workers AI stand-in streams at a fixed pace, a piece of about four characters every ${fd.tokenMs} ms (\`long <n>\` answers n words); the worker runs on workerd in a process of its own (\`bench/lib/serve-worker.mjs\`, the stand-in with it), the client in another. ${fd.runs} runs per answer length, one at a time, each in a fresh room with one watcher on its live feed (WebSocket, \`duet.v1\`) opened before the \`POST /message\`. Measured from sending the message: the first \`delta\` event on the watcher's feed, and the \`/message\` response read whole (the full reply). The reference beside each is the floor: the same stand-in read directly by the client, with the very request the worker sends it (taken from a warm-up exchange), started at the same moment as the message so that both see the same machine; its first piece of text, and the end of its stream. "The worker adds" is the difference run by run. Milliseconds, p50 / p99; of ${fd.runs} runs, p99 is the slowest, so one run slowed by other work on the machine sets it.`, "");
+  if (firstDelta.quick) p("**Quick run (`BENCH_QUICK=1`): do not quote these figures.**", "");
+  p("| measure | the worker | reference: the stand-in read directly | the worker adds | why |", "|---|---:|---:|---:|---|");
+  const lengths = Object.values(firstDelta.lengths);
+  for (const [k, l] of lengths.entries()) {
+    const label = `\`long ${l.words}\` (${l.pieces} pieces)`;
+    const whyFirst =
+      k === 0
+        ? `the stand-in sends its first piece one pace (${fd.tokenMs} ms) after its request; the worker's own request leaves only after the front worker, the hop to the room's DuetAgent (its history read, the user's message published to the feed through the Sandbox object) and the AI binding's way out through Miniflare's remote proxy, and the piece comes back that way, is read from the event stream and published at once (the 100 ms coalescing holds back only later pieces).`
+        : `the same path as for \`long ${lengths[0].words}\`: how soon the answer shows does not depend on its length.`;
+    p(`| ${label}: first delta on the feed | ${pair(l.worker.firstDelta)} | first piece ${pair(l.standin.firstPiece)} | ${pair(l.added.firstDelta)} | ${whyFirst} |`);
+    p(`| ${label}: full reply (\`/message\` answered) | ${pair(l.worker.reply)} | end of stream ${pair(l.standin.end)} | ${pair(l.added.reply)} | the stream's length is the pace times the pieces; on top come the later start of the worker's request and, after the last piece, storing the exchange, publishing the agent's message and answering with the 20-message window. A watcher sees the answer begin after ${percent(l.worker.firstDelta.p50, l.worker.reply.p50)} of this wait (p50). |`);
   }
   p("");
 }

@@ -62,6 +62,15 @@ export function stats(values) {
   };
 }
 
+/** `promise`, or a rejection naming `what` after `ms`. */
+export function bounded(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 export function median(values) {
   return stats(values).p50;
 }

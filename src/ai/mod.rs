@@ -25,7 +25,8 @@ use crate::api::ApiError;
 use crate::chat::context::ChatMessage;
 use crate::chat::tools::ToolCall;
 use crate::runtime::ai_options::RunOptions;
-use crate::runtime::{bindings, clock, config, timeout};
+use crate::runtime::timeout::Deadline;
+use crate::runtime::{bindings, config};
 use crate::text::{first_chars, without_controls};
 use stream::{Streamed, MAX_STREAM_BYTES};
 
@@ -95,7 +96,7 @@ pub struct Arriving {
     streamed: Streamed,
     model: String,
     limit: u64,
-    deadline: u64,
+    deadline: Deadline,
     cut: Option<String>,
     stalled: bool,
 }
@@ -112,8 +113,9 @@ pub async fn ask(
     max_ms: u64,
 ) -> Result<Arriving, ApiError> {
     let limit = time_limit(env).min(max_ms);
-    let deadline = clock::now_ms() + limit;
-    let stream = timeout::within(limit, open(env, model, session, context))
+    let mut deadline = Deadline::in_ms(limit);
+    let stream = deadline
+        .within(open(env, model, session, context))
         .await
         .ok_or(ApiError::AiTimeout(limit))??;
     Ok(Arriving {
@@ -132,8 +134,7 @@ impl Arriving {
     /// more will come.
     pub async fn next(&mut self) -> Option<String> {
         let stream = self.stream.as_mut()?;
-        let left = self.deadline.saturating_sub(clock::now_ms());
-        let why = match timeout::within(left, stream.next()).await {
+        let why = match self.deadline.within(stream.next()).await {
             Some(Some(Ok(chunk))) => {
                 let text = self.streamed.push(&chunk);
                 if self.streamed.complete() {

@@ -1,5 +1,6 @@
 //! Every wait on something outside the Worker (the model, a container,
-//! sandboxd) goes through [`within`], so none can hang a request.
+//! sandboxd) goes through [`within`] or a [`Deadline`], so none can hang a
+//! request.
 
 use std::future::Future;
 use std::pin::pin;
@@ -10,9 +11,24 @@ use worker::Delay;
 
 /// The future's output, or `None` if `ms` milliseconds pass first.
 pub async fn within<F: Future>(ms: u64, future: F) -> Option<F::Output> {
-    let delay = Delay::from(Duration::from_millis(ms));
-    match select(pin!(future), delay).await {
-        Either::Left((output, _)) => Some(output),
-        Either::Right(_) => None,
+    Deadline::in_ms(ms).within(future).await
+}
+
+/// One end for a series of waits, such as the chunks of a stream: a single
+/// timer serves them all, where one [`within`] each would set and clear a
+/// timer per wait.
+pub struct Deadline(Delay);
+
+impl Deadline {
+    pub fn in_ms(ms: u64) -> Self {
+        Self(Delay::from(Duration::from_millis(ms)))
+    }
+
+    /// The future's output, or `None` once the deadline has passed.
+    pub async fn within<F: Future>(&mut self, future: F) -> Option<F::Output> {
+        match select(pin!(future), &mut self.0).await {
+            Either::Left((output, _)) => Some(output),
+            Either::Right(_) => None,
+        }
     }
 }

@@ -32,7 +32,12 @@ fn workers_ai_input_is_a_plain_object() {
         },
     ];
     let messages = context::build(&history, "now", &[], true);
-    let value = to_js(&input::for_model("@cf/zai-org/glm-4.7-flash", &messages, true)).unwrap();
+    let value = to_js(&input::for_model(
+        "@cf/zai-org/glm-4.7-flash",
+        &messages,
+        true,
+    ))
+    .unwrap();
     assert!(!value.is_instance_of::<Map>());
     assert_eq!(
         Object::get_prototype_of(&value),

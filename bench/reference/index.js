@@ -873,7 +873,7 @@ function answerText({ prose, ran, skipped }) {
   let text = prose.trimEnd();
   for (const [full, outcome] of ran) {
     const cmd = quoted(full);
-    text += outcome.ran ? `\n\nOutput (${cmd}):\n${summary(outcome.ran.stdout, outcome.ran.stderr)}` : `\n\nError (${cmd}):\n${withoutControls(outcome.failed)}`;
+    text += outcome.ran ? `\n\nOutput (${cmd}):\n${summary(outcome.ran.stdout, outcome.ran.stderr).replace(/\n+$/, "")}` : `\n\nError (${cmd}):\n${withoutControls(outcome.failed)}`;
   }
   if (skipped > 0) text += `\n\n[${skipped} more command(s) not run: at most ${MAX_RUNS_PER_ANSWER} run per answer]`;
   return text.trim();

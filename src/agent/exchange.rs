@@ -275,8 +275,8 @@ impl<'a> Run<'a> {
             let (round, not_run) = if let Some(round) = decided.take() {
                 (round, at.not_run)
             } else {
-                let tools = self.model.tools;
-                let context = context::build(self.history, &at.text, &at.follow_ups, tools);
+                let context =
+                    context::build(self.history, &at.text, &at.follow_ups, self.model.tools);
                 let limit = if at.calls == 0 {
                     MESSAGE_BUDGET_MS
                 } else {

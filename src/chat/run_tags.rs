@@ -97,9 +97,10 @@ pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> St
     for (cmd, outcome) in ran {
         let cmd = quoted(cmd);
         match outcome {
+            // One blank line between blocks, whatever newline ends the output.
             Outcome::Ran(output) => text.push_str(&format!(
                 "\n\nOutput ({cmd}):\n{}",
-                summary(&output.stdout, &output.stderr)
+                summary(&output.stdout, &output.stderr).trim_end_matches('\n')
             )),
             Outcome::Failed(why) => {
                 text.push_str(&format!("\n\nError ({cmd}):\n{}", without_controls(why)))
@@ -171,6 +172,15 @@ mod tests {
         let outcomes = vec![ran("x", ""); 5];
         assert!(text_of(&p, &outcomes)
             .ends_with("[2 more command(s) not run: at most 5 run per answer]"));
+    }
+
+    #[test]
+    fn blocks_are_a_blank_line_apart() {
+        let p = parse("<run>echo one</run><run>echo two</run>");
+        assert_eq!(
+            text_of(&p, &[ran("one\n", ""), ran("two\n\n", "")]),
+            "Output (echo one):\none\n\nOutput (echo two):\ntwo"
+        );
     }
 
     #[test]

@@ -66,9 +66,8 @@ for (const backend of ["workers-ai", "openai"]) {
       const since = callCount();
       const res = await worker.api("POST", `${room()}/message`, { text: "tools echo one ;; echo two" });
       assert.equal(res.status, 200, res.text);
-      // An answer of calls alone: its blocks, as a tag answer's (each
-      // quoting its output as printed, newline included).
-      assert.equal(res.json.reply, "Output (echo one):\none\n\n\nOutput (echo two):\ntwo\n\nsaw: one | two");
+      // An answer of calls alone: its blocks, as a tag answer's.
+      assert.equal(res.json.reply, "Output (echo one):\none\n\nOutput (echo two):\ntwo\n\nsaw: one | two");
       const second = inputs(since)[1].messages;
       const [call, r1, r2] = second.slice(-3);
       assert.deepEqual(call.tool_calls.map((c) => JSON.parse(c.function.arguments).command), ["echo one", "echo two"]);

@@ -112,10 +112,10 @@ describe("the web page", () => {
     await a.page.keyboard.press("Enter");
     const partial = await b.page.waitForFunction(() => {
       const writing = document.querySelector("#chat .writing");
-      return writing && writing.textContent.includes("word1 ") && writing.textContent;
+      return writing && writing.textContent.includes("word2 ") && writing.textContent;
     });
     const growing = await partial.jsonValue();
-    assert.match(growing, /^agent: word1 word2/);
+    assert.match(growing, /^agent: word1 word2 /);
     assert.doesNotMatch(growing, /word400/, "seen before the end");
     await b.page.waitForFunction(() => document.getElementById("chat").textContent.includes("word400") && !document.querySelector("#chat .writing"));
     const agent = await b.page.$$eval("#chat .msg.agent", (els) => els.map((e) => e.textContent));

@@ -23,6 +23,21 @@ pub fn first_chars(text: &str, n: usize) -> &str {
 const ESC: char = '\u{1b}';
 const BEL: char = '\u{7}';
 
+/// Where an escape sequence starts that the end of `text` leaves
+/// unfinished, by the forms [`without_controls`] removes: text still
+/// arriving holds it back until it is whole.
+pub fn unfinished_escape(text: &str) -> Option<usize> {
+    let at = text.rfind(ESC)?;
+    let mut chars = text[at..].chars().skip(1);
+    let finished = match chars.next() {
+        None => false,
+        Some('[') => chars.any(|c| ('\u{40}'..='\u{7e}').contains(&c)),
+        Some(']' | 'P' | 'X' | '^' | '_') => chars.any(|c| c == BEL),
+        Some(_) => true,
+    };
+    (!finished).then_some(at)
+}
+
 /// `text` without terminal control sequences or control characters other
 /// than `\n` and `\t`; borrowed when there was nothing to remove.
 pub fn without_controls(text: &str) -> Cow<'_, str> {

@@ -375,12 +375,13 @@ impl<'a> Run<'a> {
         round: usize,
     ) -> Result<Answer, ApiError> {
         let mut arriving = ai::ask(self.env, &self.model, self.room, context, limit).await?;
-        let mut shown = Shown::new(self.model.thinks_inline);
+        // Nobody watching, nothing is kept to show.
+        let mut shown = self.watched.then(|| Shown::new(self.model.thinks_inline));
         let mut last = 0;
         while let Some(piece) = arriving.next().await {
-            if !self.watched {
+            let Some(shown) = shown.as_mut() else {
                 continue;
-            }
+            };
             shown.push(&piece);
             let now = clock::now_ms();
             if now.saturating_sub(last) >= DELTA_INTERVAL_MS {
@@ -390,7 +391,7 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if let Some(text) = shown.take(true).filter(|_| self.watched) {
+        if let Some(text) = shown.as_mut().and_then(|shown| shown.take(true)) {
             self.delta(exchange, round, &text).await;
         }
         arriving.finish()

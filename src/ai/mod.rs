@@ -9,12 +9,12 @@
 //! Either way the answer streams ([`stream`]), the whole call, stream
 //! included, is bounded by `AI_TIMEOUT_MS` (at most 15 s), the model is
 //! asked as its family expects ([`input`]), and only the answer's text and
-//! tool calls come back, without the model's thinking ([`completion`]).
+//! tool calls come back, without the model's thinking ([`thinking`]).
 
-pub mod completion;
 pub mod input;
 mod openai;
 pub mod stream;
+pub mod thinking;
 pub mod workers_ai;
 
 use futures_util::StreamExt;
@@ -160,15 +160,13 @@ impl Arriving {
     /// The answer as it came. Nothing at all is a failure: a timeout when
     /// the model stalled, else a model that said nothing.
     pub fn finish(self) -> Result<Answer, ApiError> {
-        let completion = self.streamed.into_completion();
+        let (raw, calls) = self.streamed.into_answer();
         // Chat text: no terminal control sequences reach other people's screens.
-        let text = completion
-            .text()
+        let text = thinking::trimmed_without_thinking(&raw)
             .map(|text| {
                 first_chars(without_controls(&text).trim(), MAX_MODEL_ANSWER_CHARS).to_owned()
             })
             .unwrap_or_default();
-        let calls = completion.into_calls();
         if text.is_empty() && calls.is_empty() {
             let model = &self.model;
             return Err(match self.cut {

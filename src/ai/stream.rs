@@ -13,7 +13,6 @@
 
 use serde_json::Value;
 
-use super::completion::Completion;
 use crate::chat::tools::ToolCall;
 
 /// Most bytes of one answer's stream read: far above any answer kept (a
@@ -69,9 +68,9 @@ impl Streamed {
         self.read > MAX_STREAM_BYTES
     }
 
-    /// The answer as it stands.
-    pub fn into_completion(self) -> Completion {
-        Completion::new(Some(self.text), self.calls)
+    /// The answer as it stands: its text as it came, and its calls.
+    pub fn into_answer(self) -> (String, Vec<ToolCall>) {
+        (self.text, self.calls)
     }
 
     /// One event's data; the text it adds.
@@ -162,7 +161,7 @@ mod tests {
             let (streamed, text) = read_in(stream, size);
             assert_eq!(text, "Hello", "chunks of {size}");
             assert!(streamed.complete());
-            assert_eq!(streamed.into_completion().text().as_deref(), Some("Hello"));
+            assert_eq!(streamed.into_answer().0, "Hello");
         }
     }
 
@@ -199,9 +198,8 @@ mod tests {
         .concat();
         let (streamed, text) = read_in(&stream, 3);
         assert_eq!(text, "Let me check.");
-        let completion = streamed.into_completion();
         assert_eq!(
-            completion.calls(),
+            streamed.into_answer().1,
             [
                 ToolCall::new(
                     "call_a".into(),

@@ -20,8 +20,8 @@ use duet_wire::ExecResult;
 use crate::api::limits::{MAX_RUNS_PER_ANSWER, QUOTED_CMD_CHARS, SUMMARY_CHARS};
 use crate::text::{first_chars, without_controls};
 
-const OPEN: &str = "<run>";
-const CLOSE: &str = "</run>";
+/// The tags around a command.
+pub const RUN: (&str, &str) = ("<run>", "</run>");
 
 /// What became of one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,14 +67,15 @@ pub fn parse(answer: &str) -> Parsed<'_> {
 
 /// The next complete span as (text before it, its body, text after it).
 fn next_span(text: &str) -> Option<(&str, &str, &str)> {
-    let start = text.find(OPEN)?;
-    let body_start = start + OPEN.len();
-    let body_len = text[body_start..].find(CLOSE)?;
+    let (open, close) = RUN;
+    let start = text.find(open)?;
+    let body_start = start + open.len();
+    let body_len = text[body_start..].find(close)?;
     let body_end = body_start + body_len;
     Some((
         &text[..start],
         &text[body_start..body_end],
-        &text[body_end + CLOSE.len()..],
+        &text[body_end + close.len()..],
     ))
 }
 

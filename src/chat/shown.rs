@@ -18,13 +18,10 @@
 //! deltas are taken (see `api::limits::DELTA_INTERVAL_MS`) for answers of at
 //! most [`MAX_MODEL_ANSWER_CHARS`].
 
+use crate::ai::thinking::{after_unopened_close, without_spans, THINK};
 use crate::api::limits::MAX_MODEL_ANSWER_CHARS;
-use crate::text::{first_chars, without_controls};
-
-const THINK: (&str, &str) = ("<think>", "</think>");
-const RUN: (&str, &str) = ("<run>", "</run>");
-const ESC: char = '\u{1b}';
-const BEL: char = '\u{7}';
+use crate::chat::run_tags::RUN;
+use crate::text::{first_chars, unfinished_escape, without_controls};
 
 pub struct Shown {
     raw: String,
@@ -74,35 +71,16 @@ impl Shown {
 /// The visible part of `raw`, holding back what may still change unless
 /// `done`.
 fn visible(raw: &str, done: bool, thinks_inline: bool) -> String {
-    let mut rest = raw;
-    match rest.find(THINK.1) {
-        Some(close) if !rest[..close].contains(THINK.0) => rest = &rest[close + THINK.1.len()..],
-        _ if thinks_inline => return String::new(),
-        _ => {}
-    }
-    let mut out = String::with_capacity(rest.len());
-    loop {
-        let next = [THINK, RUN]
-            .into_iter()
-            .filter_map(|(open, close)| rest.find(open).map(|at| (at, open, close)))
-            .min_by_key(|(at, ..)| *at);
-        let Some((at, open, close)) = next else {
-            out.push_str(rest);
-            break;
-        };
-        out.push_str(&rest[..at]);
-        let inside = &rest[at + open.len()..];
-        match inside.find(close) {
-            Some(end) => rest = &inside[end + close.len()..],
-            None => break,
-        }
-    }
+    let rest = match after_unopened_close(raw) {
+        Some(rest) => rest,
+        None if thinks_inline => return String::new(),
+        None => raw,
+    };
+    let mut out = without_spans(rest, &[THINK, RUN]);
     if !done {
         hold_back_partial_tag(&mut out);
-        if let Some(esc) = out.rfind(ESC) {
-            if !escape_finished(&out[esc..]) {
-                out.truncate(esc);
-            }
+        if let Some(at) = unfinished_escape(&out) {
+            out.truncate(at);
         }
     }
     let clean = without_controls(&out);
@@ -116,18 +94,6 @@ fn hold_back_partial_tag(text: &mut String) {
         if [THINK.0, RUN.0].iter().any(|open| open.starts_with(tail)) {
             text.truncate(lt);
         }
-    }
-}
-
-/// Whether the escape sequence `seq` begins with is complete, by the forms
-/// `text::without_controls` removes.
-fn escape_finished(seq: &str) -> bool {
-    let mut chars = seq.chars().skip(1);
-    match chars.next() {
-        None => false,
-        Some('[') => chars.any(|c| ('\u{40}'..='\u{7e}').contains(&c)),
-        Some(']' | 'P' | 'X' | '^' | '_') => chars.any(|c| c == BEL),
-        Some(_) => true,
     }
 }
 

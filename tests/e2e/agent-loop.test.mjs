@@ -6,8 +6,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { startFakeOpenAi } from "./support/fake-openai.mjs";
-import { assertMessages, startSandboxd, startWorker } from "./support/stack.mjs";
+import { assertMessages, startAgentStack } from "./support/stack.mjs";
 
 const RESULTS = "[Results of your commands, from the room's sandbox]";
 const BUDGET_MS = 25_000;
@@ -22,26 +21,16 @@ async function timed(promise) {
 
 for (const backend of ["workers-ai", "openai"]) {
   describe(`the agent loop (${backend})`, () => {
-    let sandboxd, worker, ai;
+    let stack, worker;
     before(async () => {
-      sandboxd = await startSandboxd();
-      const vars = { SANDBOX_URL: sandboxd.url, AI_TIMEOUT_MS: "12000" };
-      if (backend === "openai") {
-        ai = await startFakeOpenAi();
-        worker = await startWorker({ ai: "local", vars: { ...vars, AI_BASE_URL: ai.url, AI_MODEL: "local-model" } });
-      } else {
-        worker = await startWorker({ vars });
-      }
+      stack = await startAgentStack(backend, { vars: { AI_TIMEOUT_MS: "12000" } });
+      worker = stack.worker;
     });
-    after(async () => {
-      await worker.stop();
-      await sandboxd.stop();
-      await ai?.close();
-    });
+    after(() => stack.stop());
     const room = () => `/api/rooms/${randomUUID()}`;
     /** What the model was sent in each call of this test, oldest first. */
-    const calls = (since) => (backend === "openai" ? ai.requests.slice(since).map((r) => r.body.messages) : worker.ai.requests.slice(since).map((r) => r.inputs.messages));
-    const callCount = () => (backend === "openai" ? ai.requests.length : worker.ai.requests.length);
+    const calls = (since) => stack.inputs(since).map((input) => input.messages);
+    const callCount = () => stack.callCount();
 
     test("a second answer depends on the first command's output", async () => {
       const r = room();

@@ -8,9 +8,8 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import { pieces } from "./support/ai-standin.mjs";
-import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { watch } from "./support/feed.mjs";
-import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { startAgentStack } from "./support/stack.mjs";
 
 /** The events of the exchange for `text`, from its user message on, once its answer came. */
 function answered(watcher, text) {
@@ -23,24 +22,25 @@ function answered(watcher, text) {
 
 for (const backend of ["workers-ai", "openai"]) {
   describe(`streaming (${backend})`, () => {
-    let sandboxd, worker, ai;
+    let stack, worker;
     before(async () => {
-      sandboxd = await startSandboxd();
-      const vars = { SANDBOX_URL: sandboxd.url, AI_TIMEOUT_MS: "3000" };
-      if (backend === "openai") {
-        ai = await startFakeOpenAi({ tokenMs: 5 });
-        // qwen3 on a local server writes its thoughts into the content.
-        worker = await startWorker({ ai: "local", vars: { ...vars, AI_BASE_URL: ai.url, AI_MODEL: "qwen3:8b" } });
-      } else {
-        worker = await startWorker({ vars, standin: { tokenMs: 5 } });
-      }
+      // qwen3 on a local server writes its thoughts into the content.
+      stack = await startAgentStack(backend, { vars: { AI_TIMEOUT_MS: "3000" }, model: "qwen3:8b", tokenMs: 5 });
+      worker = stack.worker;
     });
-    after(async () => {
-      await worker.stop();
-      await sandboxd.stop();
-      await ai?.close();
-    });
-    const lastInput = () => (backend === "openai" ? ai.requests.at(-1).body : worker.ai.requests.at(-1).inputs);
+    after(() => stack.stop());
+    const lastInput = () => stack.inputs().at(-1);
+    /** Sends `text` to a fresh room one watcher watches; the exchange's events as it saw them. */
+    async function watchedExchange(text) {
+      const room = randomUUID();
+      const w = watch(worker.url, room);
+      await w.opened;
+      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
+      assert.equal(res.status, 200, res.text);
+      const events = await answered(w, text);
+      w.close();
+      return events;
+    }
 
     test("two watchers see the answer grow, in order, before its message; /message answers as before", async () => {
       const room = randomUUID();
@@ -78,34 +78,20 @@ for (const backend of ["workers-ai", "openai"]) {
     });
 
     test("a tool round and its follow-up stream as rounds 1 and 2, commands between them", async () => {
-      const room = randomUUID();
-      const w = watch(worker.url, room);
-      await w.opened;
-      const text = "tool echo left";
-      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
-      assert.equal(res.status, 200, res.text);
-      const events = await answered(w, text);
+      const events = await watchedExchange("tool echo left");
       const kinds = events.filter((e) => ["delta", "command", "message"].includes(e.type)).map((e) => (e.type === "delta" ? `delta ${e.round}` : e.type));
       const squeezed = kinds.filter((k, i) => k !== kinds[i - 1]);
       assert.deepEqual(squeezed, ["message", "delta 1", "command", "delta 2", "message"]);
       const byRound = (n) => events.filter((e) => e.type === "delta" && e.round === n).map((e) => e.text).join("");
       assert.equal(byRound(1), "Let me check.");
       assert.equal(byRound(2), "saw: left");
-      w.close();
     });
 
     test("thinking and <run> tags never reach the feed", async () => {
-      const room = randomUUID();
-      const w = watch(worker.url, room);
-      await w.opened;
-      const text = "steps echo quiet";
-      const res = await worker.api("POST", `/api/rooms/${room}/message`, { text });
-      assert.equal(res.status, 200, res.text);
-      const events = await answered(w, text);
+      const events = await watchedExchange("steps echo quiet");
       const shown = events.filter((e) => e.type === "delta").map((e) => e.text).join("");
       assert.equal(shown, "Let me check. saw: quiet", "round 1 up to its tag, then round 2");
       assert.doesNotMatch(shown, /<run>|<\/run>|echo quiet|think|The user/);
-      w.close();
     });
 
     test("a stream cut mid-way keeps what came, says so, and runs none of its commands", async () => {

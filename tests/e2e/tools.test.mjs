@@ -6,35 +6,24 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { watch } from "./support/feed.mjs";
-import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { startAgentStack, startSandboxd, startWorker } from "./support/stack.mjs";
 
 const RESULTS = "[Results of your commands, from the room's sandbox]";
 
 for (const backend of ["workers-ai", "openai"]) {
   describe(`tool calls (${backend})`, () => {
-    let sandboxd, worker, ai;
+    let stack, worker;
     before(async () => {
-      sandboxd = await startSandboxd();
-      const vars = { SANDBOX_URL: sandboxd.url, AI_TIMEOUT_MS: "12000" };
-      if (backend === "openai") {
-        ai = await startFakeOpenAi();
-        // A model name the worker does not know: AI_TOOLS says it calls tools.
-        worker = await startWorker({ ai: "local", vars: { ...vars, AI_BASE_URL: ai.url, AI_MODEL: "local-model", AI_TOOLS: "on" } });
-      } else {
-        worker = await startWorker({ vars });
-      }
+      // On a local server, a model name the worker does not know: AI_TOOLS says it calls tools.
+      stack = await startAgentStack(backend, { vars: { AI_TIMEOUT_MS: "12000" }, openaiVars: { AI_TOOLS: "on" } });
+      worker = stack.worker;
     });
-    after(async () => {
-      await worker.stop();
-      await sandboxd.stop();
-      await ai?.close();
-    });
+    after(() => stack.stop());
     const room = () => `/api/rooms/${randomUUID()}`;
     /** The inputs the model was given in each call since `since`. */
-    const inputs = (since) => (backend === "openai" ? ai.requests.slice(since).map((r) => r.body) : worker.ai.requests.slice(since).map((r) => r.inputs));
-    const callCount = () => (backend === "openai" ? ai.requests.length : worker.ai.requests.length);
+    const inputs = (since) => stack.inputs(since);
+    const callCount = () => stack.callCount();
 
     test("a call runs its command; the result goes back as a tool turn with the call's id", async () => {
       const since = callCount();

@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 
 import { startAiStandin } from "./ai-standin.mjs";
+import { startFakeOpenAi } from "./fake-openai.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -224,4 +225,36 @@ export function assertMessages(assert, messages) {
     assert.ok(Number.isSafeInteger(m.ts) && m.ts > 1.7e12, `ts ${m.ts}`);
     if ("userId" in m) assert.equal(typeof m.userId, "string");
   }
+}
+
+/**
+ * A worker with a sandboxd and one of the two AI backends: "workers-ai"
+ * (the stand-in behind the binding, with the default model) or "openai" (a
+ * local OpenAI-compatible server, asked for `model`). `vars` are the
+ * worker's on either; `openaiVars` only on "openai"; `tokenMs` paces
+ * either backend's stream. `inputs(since)` are the model's inputs from call
+ * `since` on, oldest first; `callCount()` how many calls it has had.
+ */
+export async function startAgentStack(backend, { vars = {}, openaiVars = {}, model = "local-model", tokenMs } = {}) {
+  const sandboxd = await startSandboxd();
+  const all = { SANDBOX_URL: sandboxd.url, ...vars };
+  let ai, worker;
+  if (backend === "openai") {
+    ai = await startFakeOpenAi({ tokenMs });
+    worker = await startWorker({ ai: "local", vars: { ...all, ...openaiVars, AI_BASE_URL: ai.url, AI_MODEL: model } });
+  } else {
+    worker = await startWorker({ vars: all, standin: { tokenMs } });
+  }
+  const inputs = () => (ai ? ai.requests.map((r) => r.body) : worker.ai.requests.map((r) => r.inputs));
+  return {
+    worker,
+    ai,
+    inputs: (since = 0) => inputs().slice(since),
+    callCount: () => inputs().length,
+    async stop() {
+      await worker.stop();
+      await sandboxd.stop();
+      await ai?.close();
+    },
+  };
 }

@@ -29,7 +29,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use duet_wire::stream::{Event, OUTPUT_EVENT_BYTES};
+use duet_wire::stream::{pieces, Event, OUTPUT_EVENT_BYTES};
 use duet_wire::{ExecRequest, ExecResult, RestoreResult, Route, Stream, MAX_BYTES, TIMEOUT_MS};
 use http_body_util::channel::{Channel, SendError, Sender};
 use http_body_util::combinators::BoxBody;
@@ -277,16 +277,14 @@ impl StreamBody {
 
     /// Sends `text` in events of at most [`OUTPUT_EVENT_BYTES`], cut between
     /// characters.
-    async fn text(&mut self, stream: Stream, mut text: &str) -> Result<(), SendError> {
-        while !text.is_empty() {
-            let (data, rest) = text.split_at(text.floor_char_boundary(OUTPUT_EVENT_BYTES));
+    async fn text(&mut self, stream: Stream, text: &str) -> Result<(), SendError> {
+        for data in pieces(text) {
             let event = Event::Output { stream, data };
             self.send(&event).await?;
             *match stream {
                 Stream::Stdout => &mut self.stdout_sent,
                 Stream::Stderr => &mut self.stderr_sent,
             } += data.len();
-            text = rest;
         }
         Ok(())
     }

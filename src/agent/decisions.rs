@@ -24,9 +24,7 @@ impl DuetAgent {
         let policy: Policy = validate::policy_update(body, &self.policy()?)?;
         self.touch(room).await?;
         self.approvals.set_policy(&policy)?;
-        if self.store.watching()? {
-            self.publish(room, &Event::Policy { policy: &policy }).await;
-        }
+        self.publish(room, &Event::Policy { policy: &policy }).await;
         Ok(respond::json(200, &policy)?)
     }
 
@@ -49,15 +47,13 @@ impl DuetAgent {
         let approval = self.approvals.decide(id, decision, by.as_deref(), now)?;
         self.touch(room).await?;
         self.schedule(now).await?;
-        if self.store.watching()? {
-            self.publish(
-                room,
-                &Event::Decided {
-                    approval: &approval,
-                },
-            )
-            .await;
-        }
+        self.publish(
+            room,
+            &Event::Decided {
+                approval: &approval,
+            },
+        )
+        .await;
         Ok(respond::json(
             200,
             &DecisionResponse {
@@ -73,10 +69,8 @@ impl DuetAgent {
             return Ok(());
         };
         let expired = self.approvals.expire(clock::now_ms())?;
-        if self.store.watching()? {
-            for approval in &expired {
-                self.publish(&room, &Event::Decided { approval }).await;
-            }
+        for approval in &expired {
+            self.publish(&room, &Event::Decided { approval }).await;
         }
         while let Some(ready) = self.approvals.take_ready()? {
             if let Err(e) = self.go_on(&room, ready).await {
@@ -86,10 +80,8 @@ impl DuetAgent {
                     status: e.status(),
                     error: e.to_string(),
                 });
-                if self.store.watching()? {
-                    let error = e.to_string();
-                    self.publish(&room, &Event::Failed { error: &error }).await;
-                }
+                let error = e.to_string();
+                self.publish(&room, &Event::Failed { error: &error }).await;
             }
         }
         Ok(())
@@ -121,12 +113,10 @@ impl DuetAgent {
         self.clock.still_current(epoch)?;
         let (agent, approvals) = self.conclude(done).await?;
         self.store.append(std::slice::from_ref(&agent))?;
-        if watched {
-            self.publish(room, &Event::Message { message: &agent })
-                .await;
-            for approval in &approvals {
-                self.publish(room, &Event::Approval { approval }).await;
-            }
+        self.publish(room, &Event::Message { message: &agent })
+            .await;
+        for approval in &approvals {
+            self.publish(room, &Event::Approval { approval }).await;
         }
         Ok(())
     }

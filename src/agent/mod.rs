@@ -104,17 +104,15 @@ impl DuetAgent {
             let at = self.next_alarm(expires, now)?;
             return self.clock.alarm_at(&self.state.storage(), at).await;
         }
-        if self.store.watching()? || self.generation.current()?.is_some() {
-            // What the watchers show is gone: the feed tells them and
-            // closes, and the room's tokens end there too. Told first, as a
-            // failure fails the alarm, which the runtime then retries.
-            let sandbox = SandboxObject::of(&self.env, &room)
-                .map_err(|e| worker::Error::RustError(e.to_string()))?;
-            sandbox
-                .history_expired()
-                .await
-                .map_err(worker::Error::RustError)?;
-        }
+        // What the watchers show is gone: the feed tells them, closes and
+        // forgets its log, and the room's tokens end there too. Told first,
+        // as a failure fails the alarm, which the runtime then retries.
+        let sandbox = SandboxObject::of(&self.env, &room)
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        sandbox
+            .history_expired()
+            .await
+            .map_err(worker::Error::RustError)?;
         self.clock.forget();
         self.store.clear()?;
         self.approvals.forget()?;
@@ -192,28 +190,22 @@ impl DuetAgent {
             text: request.text,
             ts: started as i64,
         };
-        // Watchers see the message at once, the answer as it comes, and the
-        // reply when it is stored.
+        // The room's log has the message at once, the reply when it is
+        // stored; watchers see the answer as it comes too.
+        self.publish(room, &Event::Message { message: &user }).await;
         let watched = self.store.watching()?;
-        if watched {
-            self.publish(room, &Event::Message { message: &user }).await;
-        }
         let (agent, approvals) = match self.exchange(room, &user, watched).await {
             Ok(done) => done,
             Err(e) => {
-                if watched {
-                    let error = e.to_string();
-                    self.publish(room, &Event::Failed { error: &error }).await;
-                }
+                let error = e.to_string();
+                self.publish(room, &Event::Failed { error: &error }).await;
                 return Err(e);
             }
         };
-        if watched {
-            self.publish(room, &Event::Message { message: &agent })
-                .await;
-            for approval in &approvals {
-                self.publish(room, &Event::Approval { approval }).await;
-            }
+        self.publish(room, &Event::Message { message: &agent })
+            .await;
+        for approval in &approvals {
+            self.publish(room, &Event::Approval { approval }).await;
         }
         let messages = self.store.recent()?;
         Ok(respond::json(
@@ -260,7 +252,8 @@ impl DuetAgent {
         Ok((agent, approvals))
     }
 
-    /// Sends an event to the room's live feed, if it can be reached.
+    /// Sends an event to the room's live feed and its log, if it can be
+    /// reached.
     async fn publish(&self, room: &str, event: &Event<'_>) {
         if let Ok(sandbox) = SandboxObject::of(&self.env, room) {
             sandbox.publish(event).await;

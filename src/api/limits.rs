@@ -76,6 +76,17 @@ pub const MAX_WATCHERS: usize = 32;
 /// Events a watcher may be behind (sent, not acknowledged) before it is
 /// dropped as too slow, so that it never slows the room.
 pub const MAX_UNACKED_EVENTS: u64 = 256;
+/// Events a room's feed log keeps (`FEED_LOG_EVENTS` lowers it); the
+/// oldest go first. See `sandbox::feed_log` for why these bounds.
+pub const FEED_LOG_EVENTS: u64 = 2_000;
+/// Bytes of events a room's feed log keeps.
+pub const FEED_LOG_BYTES: u64 = 1024 * 1024;
+/// How much of the terminal's past a watcher joining afresh is given.
+pub const RECENT_TERMINAL_BYTES: usize = 64 * 1024;
+/// How long a watched command's feed may stay quiet before a heartbeat
+/// goes out (`FEED_HEARTBEAT_MS` lowers it): well under the minute after
+/// which proxies commonly cut a quiet connection.
+pub const HEARTBEAT_MS: u64 = 20_000;
 /// The largest frame a watcher may send (its acknowledgements are tiny).
 pub const MAX_WATCHER_FRAME_BYTES: usize = 1024;
 /// An invite's lifetime when `ttlSeconds` is not given: a day.

@@ -2,12 +2,20 @@
 //! the feed, whatever their role) receives, what a watcher may send, and how
 //! a browser presents its token.
 //!
+//! Every frame carries a `seq`. The events of the room's log (all but
+//! `hello`, `gap`, `presence`, `heartbeat` and `closed`) each have their
+//! own, room-wide and increasing; those five are the watcher's alone, and
+//! carry the number of the last logged event sent before them. So the
+//! largest `seq` a watcher received is always the one to resume from
+//! (`?since=`, see [`since_of`]).
+//!
 //! Browsers cannot set headers on a WebSocket, so the token comes as a
 //! subprotocol: the page offers `duet.v1` and `duet.auth.<token as
 //! base64url>`, and the worker answers `duet.v1`. The token so never appears
 //! in a URL, where logs would keep it.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::access::RoomRole;
 use super::base64url;
@@ -52,23 +60,33 @@ pub struct Present {
     pub name: Option<String>,
 }
 
-/// What a watcher receives, one JSON text frame each, with the watcher's own
-/// sequence number added as `seq`.
+/// What a watcher receives, one JSON text frame each, with `seq` added.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event<'a> {
-    /// First, on connecting: the stored history, the watcher's own role
-    /// and name, and whether it may invite others (an owner, in token mode).
+    /// First, on connecting: the watcher's own role and name, and whether
+    /// it may invite others (an owner, in token mode). Resumed, it is all
+    /// (what it missed follows); afresh, with the stored history and the
+    /// logged events that show the room as the others see it (`recent`:
+    /// the terminal's recent past, and an answer still being written).
     Hello {
         room: &'a str,
+        resumed: bool,
         history: &'a [Message],
+        recent: &'a [Box<RawValue>],
         role: RoomRole,
         #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<&'a str>,
         invites: bool,
     },
+    /// Before a fresh `hello`: what the watcher asked to resume after
+    /// (`since`) is no longer in the log; it starts again from the `hello`.
+    Gap { since: u64 },
     /// Who is on the feed, whenever that changes.
     Presence { watchers: &'a [Present] },
+    /// While a command runs and nothing else went out for a while: to be
+    /// acknowledged, as proof the watcher is still there.
+    Heartbeat,
     /// A message as it is stored (a user's when the exchange starts, the
     /// agent's when it ends).
     Message { message: &'a Message },
@@ -119,10 +137,42 @@ impl Event<'_> {
     }
 }
 
-/// The frame of an event (a JSON object) for a watcher that has received
-/// `seq - 1` events before.
+/// The frame of an event (a JSON object) numbered `seq`.
 pub fn frame(event: &str, seq: u64) -> String {
     format!("{{\"seq\":{seq},{}", &event[1..])
+}
+
+/// The number a [`frame`] carries.
+pub fn seq_of(frame: &str) -> u64 {
+    let digits = frame.strip_prefix("{\"seq\":").unwrap_or_default();
+    let end = digits.find(',').unwrap_or_default();
+    digits[..end].parse().unwrap_or_default()
+}
+
+/// The `type` of an event, as [`Event::to_json`] writes it (first).
+pub fn kind_of(event: &str) -> Option<&str> {
+    let rest = event.strip_prefix("{\"type\":\"")?;
+    Some(&rest[..rest.find('"')?])
+}
+
+/// The number a watcher resumes after, from the feed URL's `since`;
+/// `None` to join afresh.
+pub fn since_of(url: &str) -> Result<Option<u64>, ApiError> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Ok(None);
+    };
+    let Some(since) = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("since="))
+    else {
+        return Ok(None);
+    };
+    since.parse().map(Some).map_err(|_| {
+        ApiError::field(
+            "since",
+            "must be the seq of a frame received: a whole number",
+        )
+    })
 }
 
 /// What a watcher may send (`api::access` says which role each needs).
@@ -229,6 +279,37 @@ mod tests {
             frame(&output.to_json(), 2),
             r#"{"seq":2,"type":"output","id":"c1","stream":"stdout","data":"1\n"}"#
         );
+    }
+
+    #[test]
+    fn a_frame_tells_its_number_and_an_event_its_type() {
+        let event = Event::Heartbeat.to_json();
+        assert_eq!(event, r#"{"type":"heartbeat"}"#);
+        assert_eq!(kind_of(&event), Some("heartbeat"));
+        assert_eq!(seq_of(&frame(&event, 1234)), 1234);
+        assert_eq!(kind_of(r#"{"seq":1,"type":"x"}"#), None);
+        assert_eq!(seq_of(r#"{"type":"x"}"#), 0);
+        let gap = Event::Gap { since: 9 }.to_json();
+        assert_eq!(frame(&gap, 20), r#"{"seq":20,"type":"gap","since":9}"#);
+    }
+
+    #[test]
+    fn a_watcher_resumes_after_the_since_of_its_url() {
+        let at = |url: &str| since_of(url).map_err(|e| e.status());
+        assert_eq!(at("https://w/api/rooms/r/live"), Ok(None));
+        assert_eq!(at("https://w/api/rooms/r/live?since=0"), Ok(Some(0)));
+        assert_eq!(at("https://w/api/rooms/r/live?x=1&since=42"), Ok(Some(42)));
+        assert_eq!(at("https://w/api/rooms/r/live?x=1"), Ok(None));
+        for bad in [
+            "?since=",
+            "?since=-1",
+            "?since=1.5",
+            "?since=soon",
+            "?since=99999999999999999999",
+        ] {
+            let url = format!("https://w/api/rooms/r/live{bad}");
+            assert_eq!(at(&url), Err(400), "{bad}");
+        }
     }
 
     #[test]

@@ -1,14 +1,24 @@
 //! The room's live feed. The Sandbox object holds the watchers' WebSockets,
 //! since command output, the bulk of what they see, is produced here; the
-//! DuetAgent publishes the room's messages to it, and is told whether anyone
-//! watches, so an unwatched room pays nothing.
+//! DuetAgent publishes the room's messages to it. Every event published is
+//! numbered and kept in the room's log (`feed_log`) before it goes out, so
+//! a watcher that comes back with the last number it saw (`?since=N`) is
+//! sent exactly what it missed, and one that joins late (or whose missed
+//! events were trimmed: a `gap` first) is sent a snapshot in its `hello`:
+//! the chat history, and the terminal's recent past.
 //!
 //! Sockets are accepted with the hibernation API: an idle feed costs no
-//! running object, and the sockets outlive the object's eviction. Each
-//! watcher gets its own sequence numbers and acknowledges what it has shown;
-//! one more than [`MAX_UNACKED_EVENTS`] behind is closed (code 4008), so a
-//! slow watcher never holds the room back. Counters live in memory: after an
-//! eviction they start again, which only delays noticing a slow watcher.
+//! running object, and the sockets outlive the object's eviction. The page
+//! keeps an idle socket alive with pings the runtime answers itself
+//! ([`PING`]), which wake nothing. While a command runs the object is awake
+//! anyway, and when nothing went out for the heartbeat interval it sends a
+//! `heartbeat`: proxies see traffic both ways, and a watcher that answers
+//! two of them with no ack is let go (code 4408); it can come back with
+//! `since`. Watchers acknowledge what they have shown; one more than
+//! [`MAX_UNACKED_EVENTS`] behind is closed (code 4008), so a slow watcher
+//! never holds the room back. What is acknowledged lives in memory: after
+//! an eviction it starts again from the next event, which only delays
+//! noticing a slow watcher.
 //!
 //! Each socket carries what its token grants in a tag ([`Grant`]: role, and
 //! for a room token its generation and expiry) and the name it is shown by
@@ -20,22 +30,36 @@
 //! protocol does not know with 1008.
 //!
 //! When the room is deleted or expires, every watcher gets a last `closed`
-//! event and its socket is closed (code 4410): what it shows is gone.
+//! event and its socket is closed (code 4410): what it shows is gone, and
+//! so is the log (its numbers are never given again).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::pin;
+use std::time::Duration;
 
-use duet_wire::{ExecEnd, Stream};
+use duet_wire::{ExecEnd, ExecResult, Stream};
+use futures_util::future::{select, Either};
+use serde_json::value::RawValue;
 use worker::worker_sys::ext::WebSocketExt;
-use worker::{web_sys, State, WebSocket, WebSocketPair};
+use worker::{web_sys, Delay, Env, SqlStorage, State, WebSocket, WebSocketPair};
 
+use super::feed_log::{FeedLog, Resume};
 use crate::api::access::{self, RoomRole};
-use crate::api::limits::{MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES};
+use crate::api::limits::{
+    FEED_LOG_EVENTS, HEARTBEAT_MS, MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES,
+};
 use crate::api::live::{self, CloseReason, Event, FromWatcher, Present, Source};
 use crate::api::token::Claims;
 use crate::api::wire::Message;
 use crate::api::{validate, ApiError};
-use crate::runtime::{clock, random};
+use crate::runtime::{clock, config, random};
+
+/// What a watcher sends to keep an idle socket open, and what the runtime
+/// answers ([`PONG`]) without waking the object.
+pub const PING: &str = r#"{"type":"ping"}"#;
+const PONG: &str = r#"{"type":"pong"}"#;
 
 /// Close code for a watcher too far behind.
 const TOO_SLOW: u16 = 4008;
@@ -49,11 +73,40 @@ const BEYOND_ROLE: u16 = 4403;
 const TOKEN_ENDED: u16 = 4401;
 /// Close code for every watcher of a room deleted or expired.
 const ROOM_CLOSED: u16 = 4410;
+/// Close code for a watcher that answered no heartbeat.
+const NOT_ANSWERING: u16 = 4408;
 
-#[derive(Default)]
+/// Where a watcher is: the number of the last event sent to it and of the
+/// last it acknowledged, and since when a heartbeat waits for its answer.
 struct Counters {
     sent: u64,
     acked: u64,
+    asked_at: Option<u64>,
+}
+
+impl Counters {
+    /// A watcher that has seen, and shown, every event up to `seq`.
+    fn at(seq: u64) -> Self {
+        Self {
+            sent: seq,
+            acked: seq,
+            asked_at: None,
+        }
+    }
+}
+
+/// How a watcher joins.
+pub enum Joining<'a> {
+    /// It saw every event up to `since`, and missed these frames.
+    Resumed { since: u64, missed: Vec<String> },
+    /// It starts afresh from the history, as read when `upto` was the
+    /// newest event; `gap` is the number it asked to resume from, when it
+    /// could not.
+    Fresh {
+        history: &'a [Message],
+        upto: u64,
+        gap: Option<u64>,
+    },
 }
 
 /// What a socket's token grants, kept in the socket's third tag: the role,
@@ -167,26 +220,59 @@ impl Tags {
     }
 }
 
-#[derive(Default)]
 pub struct Feed {
     /// By watcher id (each socket's tag).
     watchers: RefCell<HashMap<String, Counters>>,
+    log: FeedLog,
+    heartbeat_ms: u64,
+    /// When a frame last went to the watchers.
+    last_sent_at: Cell<u64>,
 }
 
 impl Feed {
+    /// The feed of the object whose storage is `sql`; `FEED_LOG_EVENTS`
+    /// and `FEED_HEARTBEAT_MS` lower its bounds (for tests).
+    pub fn open(state: &State, sql: SqlStorage, env: &Env) -> worker::Result<Self> {
+        let events = config::number(env, "FEED_LOG_EVENTS", FEED_LOG_EVENTS, FEED_LOG_EVENTS);
+        let auto = worker::worker_sys::WebSocketRequestResponsePair::new(PING, PONG)?;
+        state.set_websocket_auto_response(&auto);
+        Ok(Self {
+            watchers: RefCell::default(),
+            log: FeedLog::open(sql, events)?,
+            heartbeat_ms: config::number(env, "FEED_HEARTBEAT_MS", HEARTBEAT_MS, HEARTBEAT_MS)
+                .max(1),
+            last_sent_at: Cell::new(0),
+        })
+    }
+
     /// How many watchers are connected.
     pub fn watchers(&self, state: &State) -> usize {
         state.get_websockets().len()
     }
 
-    /// Accepts a new watcher with what its token grants, sends it the
-    /// stored history and tells everyone who is there; answers the client's
-    /// end of the socket. `invites`: whether it may invite others.
+    /// The number of the newest event published.
+    pub fn last(&self) -> Result<u64, ApiError> {
+        Ok(self.log.last()?)
+    }
+
+    /// What a watcher that saw every event up to `since` missed; `None`
+    /// when that is gone, and it must start afresh.
+    pub fn missed(&self, since: u64) -> Result<Option<Vec<String>>, ApiError> {
+        Ok(match self.log.since(since)? {
+            Resume::Missed(frames) => Some(frames),
+            Resume::Gap => None,
+        })
+    }
+
+    /// Accepts a new watcher with what its token grants, sends it its
+    /// `hello` and what it missed (see [`Joining`]), and tells everyone who
+    /// is there; answers the client's end of the socket. `invites`: whether
+    /// it may invite others.
     pub fn accept(
         &self,
         state: &State,
         room: &str,
-        history: &[Message],
+        joining: Joining<'_>,
         claims: Option<&Claims>,
         invites: bool,
     ) -> Result<WebSocket, ApiError> {
@@ -205,21 +291,80 @@ impl Feed {
         .attach(&pair.server)?;
         // The room rides along, so the last watcher's leaving can name it.
         state.accept_websocket_with_tags(&pair.server, &[&id, room, &grant.tag()]);
+        let resumed = matches!(joining, Joining::Resumed { .. });
+        let (seen, history, recent, missed, gap) = match joining {
+            Joining::Resumed { since, missed } => (since, &[][..], vec![], missed, None),
+            Joining::Fresh { history, upto, gap } => {
+                let recent = self.log.recent(upto)?;
+                (
+                    upto,
+                    history,
+                    recent,
+                    self.published_after(upto, history)?,
+                    gap,
+                )
+            }
+        };
+        let recent = recent
+            .into_iter()
+            .map(RawValue::from_string)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        // What is replayed counts as shown: the log bounds it.
+        self.watchers
+            .borrow_mut()
+            .insert(id.clone(), Counters::at(self.last()?));
+        if let Some(since) = gap {
+            self.send(
+                &pair.server,
+                &id,
+                &live::frame(&Event::Gap { since }.to_json(), seen),
+            );
+        }
         let hello = Event::Hello {
             room,
+            resumed,
             history,
+            recent: &recent,
             role: grant.role,
             name: name.as_deref(),
             invites,
         };
-        self.send(&pair.server, &id, &hello.to_json());
+        self.send(&pair.server, &id, &live::frame(&hello.to_json(), seen));
+        for frame in &missed {
+            self.send(&pair.server, &id, frame);
+        }
         self.presence(state, None);
         Ok(pair.client)
     }
 
-    /// Sends an event, as JSON, to every watcher; one whose token has
-    /// expired gets its end instead.
-    pub fn broadcast(&self, state: &State, event: &str) {
+    /// The frames published after `upto`, but for the messages `history`
+    /// already holds (read while they came).
+    fn published_after(&self, upto: u64, history: &[Message]) -> Result<Vec<String>, ApiError> {
+        let Some(frames) = self.missed(upto)? else {
+            return Ok(vec![]);
+        };
+        let held: Vec<String> = history
+            .iter()
+            .map(|message| Event::Message { message }.to_json())
+            .collect();
+        Ok(frames
+            .into_iter()
+            .filter(|frame| !held.iter().any(|event| frame.ends_with(&event[1..])))
+            .collect())
+    }
+
+    /// Logs an event (JSON, as [`Event::to_json`] writes it) and sends it
+    /// to every watcher; one whose token has expired gets its end instead.
+    pub fn publish(&self, state: &State, event: &str) -> Result<(), ApiError> {
+        let (_, frame) = self.log.append(event)?;
+        self.broadcast(state, &frame);
+        Ok(())
+    }
+
+    /// Sends a frame to every watcher; one whose token has expired gets its
+    /// end instead.
+    fn broadcast(&self, state: &State, frame: &str) {
         let now = clock::now_ms();
         for ws in state.get_websockets() {
             let Some(tags) = Tags::of(state, &ws) else {
@@ -227,28 +372,93 @@ impl Feed {
             };
             match tags.grant.expired(now) {
                 true => self.end(&ws, &tags.id, CloseReason::TokenExpired),
-                false => self.send(&ws, &tags.id, event),
+                false => self.send(&ws, &tags.id, frame),
             }
         }
     }
 
-    fn send(&self, ws: &WebSocket, id: &str, event: &str) {
+    /// Sends every watcher a frame of its own, outside the log: it carries
+    /// the number of the newest event, which every watcher has been sent.
+    fn tell(&self, state: &State, event: &Event<'_>) {
+        let seq = self.log.last().unwrap_or_default();
+        self.broadcast(state, &live::frame(&event.to_json(), seq));
+    }
+
+    fn send(&self, ws: &WebSocket, id: &str, frame: &str) {
+        let seq = live::seq_of(frame);
         let mut watchers = self.watchers.borrow_mut();
-        let counters = watchers.entry(id.to_owned()).or_default();
+        // After an eviction, a watcher starts again from this frame.
+        let counters = watchers
+            .entry(id.to_owned())
+            .or_insert_with(|| Counters::at(seq.saturating_sub(1)));
         if counters.sent.saturating_sub(counters.acked) >= MAX_UNACKED_EVENTS {
             watchers.remove(id);
             let _ = ws.close(Some(TOO_SLOW), Some("too slow: acknowledge what you show"));
             return;
         }
-        counters.sent += 1;
-        if ws.send_with_str(live::frame(event, counters.sent)).is_err() {
+        counters.sent = counters.sent.max(seq);
+        self.last_sent_at.set(clock::now_ms());
+        if ws.send_with_str(frame).is_err() {
             watchers.remove(id);
+        }
+    }
+
+    /// Runs `work` (a command the watchers see), sending them a heartbeat
+    /// whenever nothing else went out for the heartbeat interval meanwhile.
+    pub async fn beating<F: Future>(&self, state: &State, work: F) -> F::Output {
+        let mut work = pin!(work);
+        loop {
+            let quiet = clock::now_ms().saturating_sub(self.last_sent_at.get());
+            let wait = self.heartbeat_ms.saturating_sub(quiet).max(1);
+            let beat = Delay::from(Duration::from_millis(wait));
+            match select(work.as_mut(), beat).await {
+                Either::Left((output, _)) => return output,
+                Either::Right(_) => self.heartbeat(state),
+            }
+        }
+    }
+
+    /// Sends a heartbeat if the feed has been quiet for the interval, and
+    /// lets go of the watchers that answered none of the last two.
+    fn heartbeat(&self, state: &State) {
+        let now = clock::now_ms();
+        if now.saturating_sub(self.last_sent_at.get()) < self.heartbeat_ms {
+            return;
+        }
+        let seq = self.log.last().unwrap_or_default();
+        let frame = live::frame(&Event::Heartbeat.to_json(), seq);
+        for ws in state.get_websockets() {
+            let Some(tags) = Tags::of(state, &ws) else {
+                continue;
+            };
+            let asked_at = self
+                .watchers
+                .borrow_mut()
+                .entry(tags.id.clone())
+                .or_insert_with(|| Counters::at(seq))
+                .asked_at
+                .get_or_insert(now)
+                .to_owned();
+            if now.saturating_sub(asked_at) >= 2 * self.heartbeat_ms {
+                self.watchers.borrow_mut().remove(&tags.id);
+                let _ = ws.close(
+                    Some(NOT_ANSWERING),
+                    Some("stopped answering: ack the heartbeats"),
+                );
+                continue;
+            }
+            self.send(&ws, &tags.id, &frame);
         }
     }
 
     /// Sends a socket its last event, `closed` for `reason`, and closes it.
     fn end(&self, ws: &WebSocket, id: &str, reason: CloseReason) {
-        self.send(ws, id, &Event::Closed { reason }.to_json());
+        let seq = self.log.last().unwrap_or_default();
+        self.send(
+            ws,
+            id,
+            &live::frame(&Event::Closed { reason }.to_json(), seq),
+        );
         let (code, why) = match reason {
             CloseReason::Deleted => (ROOM_CLOSED, "the room was deleted"),
             CloseReason::Expired => (ROOM_CLOSED, "the room expired"),
@@ -274,7 +484,7 @@ impl Feed {
                 })
             })
             .collect();
-        self.broadcast(state, &Event::Presence { watchers: &present }.to_json());
+        self.tell(state, &Event::Presence { watchers: &present });
     }
 
     /// The room's token generation is now `generation`: the sockets of
@@ -301,54 +511,83 @@ impl Feed {
     }
 
     /// Tells the watchers a command starts; answers its id.
-    pub fn command_started(&self, state: &State, cmd: &str, source: Source) -> String {
+    pub fn command_started(
+        &self,
+        state: &State,
+        cmd: &str,
+        source: Source,
+    ) -> Result<String, ApiError> {
         let id = random::id('c');
-        self.broadcast(
-            state,
-            &Event::Command {
-                id: &id,
-                cmd,
-                source,
-            }
-            .to_json(),
-        );
-        id
+        let started = Event::Command {
+            id: &id,
+            cmd,
+            source,
+        };
+        self.publish(state, &started.to_json())?;
+        Ok(id)
     }
 
     /// Tells the watchers a piece of a command's output, as sandboxd cut it
     /// (at most `duet_wire::stream::OUTPUT_EVENT_BYTES`).
-    pub fn command_output(&self, state: &State, id: &str, stream: &str, data: &str) {
-        self.broadcast(state, &Event::Output { id, stream, data }.to_json());
+    pub fn command_output(
+        &self,
+        state: &State,
+        id: &str,
+        stream: &str,
+        data: &str,
+    ) -> Result<(), ApiError> {
+        self.publish(state, &Event::Output { id, stream, data }.to_json())
     }
 
-    /// Tells the watchers how a command ended (its output went out as it
-    /// came), or why it could not run.
-    pub fn command_ended(&self, state: &State, id: &str, ended: Result<ExecEnd, &ApiError>) {
-        let ended = ended.unwrap_or_else(|e| {
-            self.command_output(state, id, Stream::Stderr.name(), &format!("{e}\n"));
-            ExecEnd {
-                exit_code: -1,
-                ..ExecEnd::default()
+    /// Tells the watchers how a command ended, or why it could not run.
+    /// `result` is its whole result when its output did not go out as it
+    /// came (nobody watched when it started): then it goes out first.
+    pub fn command_ended(
+        &self,
+        state: &State,
+        id: &str,
+        ended: Result<ExecEnd, &ApiError>,
+        result: Option<&ExecResult>,
+    ) -> Result<(), ApiError> {
+        if let Some(result) = result {
+            for (stream, text) in [
+                (Stream::Stdout, &result.stdout),
+                (Stream::Stderr, &result.stderr),
+            ] {
+                for data in duet_wire::stream::pieces(text) {
+                    self.command_output(state, id, stream.name(), data)?;
+                }
             }
-        });
+        }
+        let ended = match ended {
+            Ok(ended) => ended,
+            Err(e) => {
+                self.command_output(state, id, Stream::Stderr.name(), &format!("{e}\n"))?;
+                ExecEnd {
+                    exit_code: -1,
+                    ..ExecEnd::default()
+                }
+            }
+        };
         let end = Event::CommandEnd {
             id,
             exit_code: ended.exit_code,
             truncated: ended.truncated,
             timed_out: ended.timed_out,
         };
-        self.broadcast(state, &end.to_json());
+        self.publish(state, &end.to_json())
     }
 
-    /// Tells every watcher the room was deleted or expired, and closes its
-    /// socket.
-    pub fn close(&self, state: &State, reason: CloseReason) {
+    /// Tells every watcher the room was deleted or expired, closes its
+    /// socket, and forgets the log.
+    pub fn close(&self, state: &State, reason: CloseReason) -> Result<(), ApiError> {
         for ws in state.get_websockets() {
             if let Some(tags) = Tags::of(state, &ws) {
                 self.end(&ws, &tags.id, reason);
             }
         }
         self.watchers.borrow_mut().clear();
+        Ok(self.log.forget()?)
     }
 
     /// A frame of `bytes` bytes from a watcher, with its text if it is a
@@ -362,7 +601,8 @@ impl Feed {
             return;
         };
         let Some(frame) = FromWatcher::parse(text) else {
-            let why = "the feed takes ack and name frames; messages and commands go over HTTP";
+            let why =
+                "the feed takes ack, name and ping frames; messages and commands go over HTTP";
             let _ = ws.close(Some(NOT_IN_PROTOCOL), Some(why));
             return;
         };
@@ -373,8 +613,9 @@ impl Feed {
         match frame {
             FromWatcher::Ack { seq } => {
                 let mut watchers = self.watchers.borrow_mut();
-                let counters = watchers.entry(tags.id).or_default();
+                let counters = watchers.entry(tags.id).or_insert_with(|| Counters::at(seq));
                 counters.acked = counters.acked.max(seq.min(counters.sent));
+                counters.asked_at = None;
             }
             FromWatcher::Name { name } => {
                 let shown = Shown::of(ws);

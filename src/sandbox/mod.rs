@@ -5,6 +5,7 @@
 mod audit;
 mod deadline;
 mod feed;
+mod feed_log;
 mod object;
 mod sandboxd;
 mod saved;

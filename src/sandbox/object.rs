@@ -46,7 +46,7 @@ use worker::{web_sys, Delay, Env, Response, State, WebSocket};
 
 use super::audit::Audit;
 use super::deadline::{command_limit, exec_deadline};
-use super::feed::Feed;
+use super::feed::{Feed, Joining};
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
 use crate::api::access::{Mode, RoomRole};
@@ -124,6 +124,8 @@ impl Sandbox {
         let generation =
             Generation::open(state.storage().sql()).expect("the access table can be created");
         let audit = Audit::open(state.storage().sql()).expect("the audit table can be created");
+        let feed =
+            Feed::open(&state, state.storage().sql(), &env).expect("the feed log can be created");
         Self {
             generation,
             audit,
@@ -134,7 +136,7 @@ impl Sandbox {
             clock: RoomClock::default(),
             sleeping: Cell::new(false),
             waking: Cell::new(false),
-            feed: Feed::default(),
+            feed,
             env,
         }
     }
@@ -240,21 +242,36 @@ impl Sandbox {
                 let asked_by = exec.user_id.or_else(|| claims.and_then(|c| c.name));
                 let command = first_chars(&request.cmd, AUDIT_CMD_CHARS).to_owned();
                 self.touch(&room, arrived).await?;
+                // Output streams to the watchers there are; without any, the
+                // log is given it whole at the end.
                 let watched = self.feed.watchers(&self.state) > 0;
-                let feed_id =
-                    watched.then(|| self.feed.command_started(&self.state, &request.cmd, source));
+                let feed_id = self
+                    .feed
+                    .command_started(&self.state, &request.cmd, source)?;
                 let result = self
-                    .exec(&room, &name, request, arrived, epoch, feed_id.as_deref())
+                    .exec(
+                        &room,
+                        &name,
+                        request,
+                        arrived,
+                        epoch,
+                        watched.then_some(&*feed_id),
+                    )
                     .await;
-                // Read once, for the feed and the audit, without the output.
-                let ended: Option<ExecEnd> = match &result {
-                    Ok(raw) => serde_json::from_str(raw.get()).ok(),
-                    Err(_) => None,
+                // Read once, for the feed and the audit: without the output
+                // when it went out as it came.
+                let whole: Option<ExecResult> = match (&result, watched) {
+                    (Ok(raw), false) => serde_json::from_str(raw.get()).ok(),
+                    _ => None,
                 };
-                if let Some(id) = &feed_id {
-                    let ended = result.as_ref().map(|_| ended.unwrap_or_default());
-                    self.feed.command_ended(&self.state, id, ended);
-                }
+                let ended: Option<ExecEnd> = match (&result, &whole) {
+                    (_, Some(whole)) => Some(whole.into()),
+                    (Ok(raw), None) => serde_json::from_str(raw.get()).ok(),
+                    (Err(_), None) => None,
+                };
+                let outcome = result.as_ref().map(|_| ended.unwrap_or_default());
+                self.feed
+                    .command_ended(&self.state, &feed_id, outcome, whole.as_ref())?;
                 self.audit.record(&AuditEntry {
                     at: arrived,
                     command,
@@ -280,7 +297,7 @@ impl Sandbox {
                 )?)
             }
             Asked::Call(Call::Destroy) => {
-                self.feed.close(&self.state, CloseReason::Deleted);
+                self.feed.close(&self.state, CloseReason::Deleted)?;
                 self.generation.set(None)?;
                 self.clock.forget();
                 self.sandboxd()?.destroy(&name).await?;
@@ -304,15 +321,15 @@ impl Sandbox {
                 self.audit.record_json(entry)?;
                 Ok(Response::empty()?)
             }
-            Asked::Public(Action::Live) => self.join(&req, &room, claims.as_ref()).await,
+            Asked::Public(Action::Live) => self.join(&req, url, &room, claims.as_ref()).await,
             Asked::Call(Call::Publish) => {
                 let event = String::from_utf8(body::read(req).await?)
                     .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
-                self.feed.broadcast(&self.state, &event);
+                self.feed.publish(&self.state, &event)?;
                 Ok(Response::empty()?)
             }
             Asked::Call(Call::HistoryExpired) => {
-                self.feed.close(&self.state, CloseReason::Expired);
+                self.feed.close(&self.state, CloseReason::Expired)?;
                 self.generation.set(None)?;
                 Ok(Response::empty()?)
             }
@@ -340,8 +357,14 @@ impl Sandbox {
     }
 
     /// Accepts a watcher of the room's live feed with what its token grants:
-    /// the socket, then the stored history (asked of the DuetAgent), then
-    /// every event as it happens.
+    /// the socket, then what it missed since the `since` it gave, or a
+    /// snapshot (the stored history, asked of the DuetAgent, and the log's
+    /// recent past), then every event as it happens.
+    ///
+    /// A resume reads only the log, with nothing awaited before the socket
+    /// is accepted, so no event falls between. A snapshot waits for the
+    /// history: the events published meanwhile follow the `hello`, but for
+    /// the messages the history already holds.
     ///
     /// The upgrade is checked here, after the token's generation: the page
     /// asks the feed's URL without one to learn why a socket was refused
@@ -349,6 +372,7 @@ impl Sandbox {
     async fn join(
         &self,
         req: &web_sys::Request,
+        url: &str,
         room: &str,
         claims: Option<&Claims>,
     ) -> Result<Response, ApiError> {
@@ -358,15 +382,32 @@ impl Sandbox {
             headers.get("sec-websocket-protocol")?,
         );
         live::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
+        let since = live::since_of(url)?;
         let agent = AgentObject::of(&self.env, room)?;
-        let history = agent.history().await?;
-        let first = self.feed.watchers(&self.state) == 0;
         // Only an owner in token mode has anyone to invite.
         let owner = claims.is_none_or(|claims| claims.role == RoomRole::Owner);
         let invites = owner && access::mode(&self.env)? == Mode::Token;
+        let missed = match since {
+            Some(since) => self.feed.missed(since)?,
+            None => None,
+        };
+        let history;
+        let joining = match (since, missed) {
+            (Some(since), Some(missed)) => Joining::Resumed { since, missed },
+            (gap, _) => {
+                let upto = self.feed.last()?;
+                history = agent.history().await?;
+                Joining::Fresh {
+                    history: &history,
+                    upto,
+                    gap,
+                }
+            }
+        };
+        let first = self.feed.watchers(&self.state) == 0;
         let client = self
             .feed
-            .accept(&self.state, room, &history, claims, invites)?;
+            .accept(&self.state, room, joining, claims, invites)?;
         if first {
             agent.set_watching(true).await;
         }
@@ -424,10 +465,12 @@ impl Sandbox {
         let result = match feed_id {
             None => sandboxd.exec(name, &request).await,
             Some(id) => {
+                // A piece the log could not keep still reaches the result.
                 let output = |stream: &str, data: &str| {
-                    self.feed.command_output(&self.state, id, stream, data)
+                    let _ = self.feed.command_output(&self.state, id, stream, data);
                 };
-                sandboxd.exec_streaming(name, &request, output).await
+                let streaming = sandboxd.exec_streaming(name, &request, output);
+                self.feed.beating(&self.state, streaming).await
             }
         };
         let result = result.map_err(|e| match e {
@@ -597,7 +640,7 @@ impl Sandbox {
     /// everything saved of the room.
     async fn expire(&self, room: &str, asleep: bool) -> Result<(), ApiError> {
         let started = clock::now_ms();
-        self.feed.close(&self.state, CloseReason::Expired);
+        self.feed.close(&self.state, CloseReason::Expired)?;
         self.clock.forget();
         if !asleep {
             self.sandboxd()?.destroy(&sandbox_name(room)).await?;

@@ -44,3 +44,13 @@ pub struct ExecEnd {
     pub truncated: bool,
     pub timed_out: bool,
 }
+
+impl From<&ExecResult> for ExecEnd {
+    fn from(result: &ExecResult) -> Self {
+        Self {
+            exit_code: result.exit_code,
+            truncated: result.truncated,
+            timed_out: result.timed_out,
+        }
+    }
+}

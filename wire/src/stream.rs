@@ -20,6 +20,18 @@ use crate::ExecResult;
 /// them on to the room's watchers as they are.
 pub const OUTPUT_EVENT_BYTES: usize = 16 * 1024;
 
+/// `text` in the pieces of at most [`OUTPUT_EVENT_BYTES`] that its output
+/// events carry, cut between characters.
+pub fn pieces(mut text: &str) -> impl Iterator<Item = &str> {
+    std::iter::from_fn(move || {
+        (!text.is_empty()).then(|| {
+            let (piece, rest) = text.split_at(text.floor_char_boundary(OUTPUT_EVENT_BYTES));
+            text = rest;
+            piece
+        })
+    })
+}
+
 /// One line as sandboxd writes it.
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]

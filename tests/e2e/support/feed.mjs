@@ -3,16 +3,27 @@
 // by hand, for the answers a WebSocket client does not show.
 import net from "node:net";
 
-/** A watcher: its events in arrival order (with arrival times). */
-export function watch(base, room, { protocols = ["duet.v1"], ack = true } = {}) {
-  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live`, protocols);
+/** The frames a watcher gets of its own, outside the room's log. */
+export const OWN_FRAMES = new Set(["hello", "gap", "presence", "heartbeat", "closed"]);
+
+/** The events of the room's log among a watcher's frames. */
+export const logged = (events) => events.filter((e) => !OWN_FRAMES.has(e.type));
+
+/**
+ * A watcher: its events in arrival order (with arrival times). It acks
+ * every eighth event and every heartbeat, unless told not to; `since`
+ * resumes after that number.
+ */
+export function watch(base, room, { protocols = ["duet.v1"], ack = true, since } = {}) {
+  const query = since === undefined ? "" : `?since=${since}`;
+  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live${query}`, protocols);
   const events = [];
   const waiters = [];
   let closed = null;
   ws.addEventListener("message", (msg) => {
     const event = JSON.parse(msg.data);
     events.push({ ...event, at: Date.now() });
-    if (ack && event.seq % 8 === 0) ws.send(JSON.stringify({ type: "ack", seq: event.seq }));
+    if (ack && (event.seq % 8 === 0 || event.type === "heartbeat")) ws.send(JSON.stringify({ type: "ack", seq: event.seq }));
     for (const w of [...waiters]) w();
   });
   const opened = new Promise((resolve, reject) => {
@@ -49,9 +60,9 @@ export function watch(base, room, { protocols = ["duet.v1"], ack = true } = {}) 
 }
 
 /** Sends a WebSocket upgrade by hand and answers the status line and the body. */
-export function upgrade(base, room, headers) {
+export function upgrade(base, room, headers, query = "") {
   const { hostname, port } = new URL(base);
-  const lines = [`GET /api/rooms/${room}/live HTTP/1.1`, `Host: ${hostname}:${port}`, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="];
+  const lines = [`GET /api/rooms/${room}/live${query} HTTP/1.1`, `Host: ${hostname}:${port}`, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="];
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () => socket.write(`${lines.join("\r\n")}\r\n\r\n`));

@@ -15,7 +15,6 @@
 //! in a URL, where logs would keep it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use super::access::RoomRole;
 use super::base64url;
@@ -69,11 +68,11 @@ pub enum Event<'a> {
     /// (what it missed follows); afresh, with the stored history and the
     /// logged events that show the room as the others see it (`recent`:
     /// the terminal's recent past, and an answer still being written).
+    /// `recent` is added by [`hello_frame`].
     Hello {
         room: &'a str,
         resumed: bool,
         history: &'a [Message],
-        recent: &'a [Box<RawValue>],
         role: RoomRole,
         #[serde(skip_serializing_if = "Option::is_none")]
         name: Option<&'a str>,
@@ -142,6 +141,15 @@ pub fn frame(event: &str, seq: u64) -> String {
     format!("{{\"seq\":{seq},{}", &event[1..])
 }
 
+/// The frame of a `hello` numbered `seq`, its `recent` the frames given,
+/// spliced in as the log keeps them: parsing them only to write them again
+/// would cost time and the upload code.
+pub fn hello_frame(hello: &Event<'_>, seq: u64, recent: &[String]) -> String {
+    let frame = frame(&hello.to_json(), seq);
+    let open = &frame[..frame.len() - 1];
+    format!("{open},\"recent\":[{}]}}", recent.join(","))
+}
+
 /// The number a [`frame`] carries.
 pub fn seq_of(frame: &str) -> u64 {
     let digits = frame.strip_prefix("{\"seq\":").unwrap_or_default();
@@ -190,19 +198,13 @@ impl FromWatcher {
     /// Parses a text frame; `None` for anything that is not one of the
     /// protocol's.
     pub fn parse(text: &str) -> Option<Self> {
-        // A plain struct, not a tagged enum: serde's tagged enums buffer
-        // what they read, which costs the upload more than it is worth.
-        #[derive(Deserialize)]
-        struct Frame {
-            #[serde(rename = "type")]
-            kind: String,
-            seq: Option<u64>,
-            name: Option<String>,
-        }
-        let frame: Frame = serde_json::from_str(text).ok()?;
-        match (frame.kind.as_str(), frame.seq, frame.name) {
-            ("ack", Some(seq), None) => Some(Self::Ack { seq }),
-            ("name", None, Some(name)) => Some(Self::Name { name }),
+        // Read through a `Value`, whose reader the upload has anyway.
+        let frame: serde_json::Value = serde_json::from_str(text).ok()?;
+        match (frame["type"].as_str()?, frame.get("seq"), frame.get("name")) {
+            ("ack", Some(seq), None) => Some(Self::Ack { seq: seq.as_u64()? }),
+            ("name", None, Some(name)) => Some(Self::Name {
+                name: name.as_str()?.to_owned(),
+            }),
             _ => None,
         }
     }
@@ -291,6 +293,26 @@ mod tests {
         assert_eq!(seq_of(r#"{"type":"x"}"#), 0);
         let gap = Event::Gap { since: 9 }.to_json();
         assert_eq!(frame(&gap, 20), r#"{"seq":20,"type":"gap","since":9}"#);
+    }
+
+    #[test]
+    fn a_hello_carries_the_recent_frames_as_they_are() {
+        let hello = Event::Hello {
+            room: "r",
+            resumed: false,
+            history: &[],
+            role: RoomRole::Watcher,
+            name: None,
+            invites: false,
+        };
+        let recent = [r#"{"seq":3,"type":"command","id":"c1","cmd":"ls","source":"exec"}"#.into()];
+        let frame = hello_frame(&hello, 4, &recent);
+        assert_eq!(
+            frame,
+            r#"{"seq":4,"type":"hello","room":"r","resumed":false,"history":[],"role":"watcher","invites":false,"recent":[{"seq":3,"type":"command","id":"c1","cmd":"ls","source":"exec"}]}"#
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&hello_frame(&hello, 0, &[])).unwrap();
+        assert_eq!(parsed["recent"], serde_json::json!([]));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! Signing is the runtime's (`runtime::signing`); this module only splits
 //! and joins.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::access::RoomRole;
 use super::{auth, base64url};
@@ -20,7 +20,7 @@ pub const PREFIX: &str = "duet1.";
 pub const MAC_BYTES: usize = 32;
 
 /// What a room token grants.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Claims {
     pub room: String,
     pub role: RoomRole,
@@ -43,9 +43,21 @@ impl Claims {
 
     /// The claims of a payload; `None` if it is not one.
     pub fn from_payload(payload: &str) -> Option<Self> {
-        // From text, as every JSON the worker reads (see `api::validate`).
+        // From text, as every JSON the worker reads (see `api::validate`),
+        // through a `Value`, whose reader the upload has anyway.
         let json = String::from_utf8(base64url::decode(payload)?).ok()?;
-        serde_json::from_str(&json).ok()
+        let claims: serde_json::Value = serde_json::from_str(&json).ok()?;
+        let text = |key| claims[key].as_str().map(str::to_owned);
+        Some(Self {
+            room: text("room")?,
+            role: RoomRole::parse(claims["role"].as_str()?)?,
+            expires_at: claims["exp"].as_u64()?,
+            generation: text("gen")?,
+            name: match &claims["name"] {
+                serde_json::Value::Null => None,
+                name => Some(name.as_str()?.to_owned()),
+            },
+        })
     }
 
     pub fn expired(&self, now_ms: u64) -> bool {
@@ -159,6 +171,27 @@ mod tests {
             ..claims()
         };
         assert_eq!(Claims::from_payload(&unnamed.payload()), Some(unnamed));
+    }
+
+    #[test]
+    fn a_payload_with_a_claim_missing_or_of_the_wrong_kind_is_none() {
+        let payload = |json: serde_json::Value| base64url::encode(json.to_string().as_bytes());
+        let whole = serde_json::json!({"room": "r", "role": "owner", "exp": 5, "gen": "g"});
+        assert!(Claims::from_payload(&payload(whole.clone())).is_some());
+        for (key, bad) in [
+            ("room", serde_json::json!(null)),
+            ("role", serde_json::json!("admin")),
+            ("exp", serde_json::json!(-1)),
+            ("exp", serde_json::json!("5")),
+            ("gen", serde_json::json!(7)),
+            ("name", serde_json::json!(["bo"])),
+        ] {
+            let mut claims = whole.clone();
+            claims[key] = bad;
+            assert_eq!(Claims::from_payload(&payload(claims)), None, "{key}");
+        }
+        assert_eq!(Claims::from_payload("not base64!"), None);
+        assert_eq!(Claims::from_payload(&base64url::encode(b"[]")), None);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! command's request and result are sandboxd's, passed on as they are, so
 //! they are the `duet_wire` crate's.
 
+use duet_wire::ExecResult;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -145,6 +147,26 @@ pub struct ExecResponse<R> {
     pub sandbox_name: String,
 }
 
+/// A command's result as the worker reads it, from the JSON of an
+/// [`ExecResult`] (what is missing is empty, as in sandboxd's): through a
+/// `Value`, whose reader the upload has anyway, where a derived reader of
+/// its own would cost it more than these lines.
+pub fn exec_result(value: &Value) -> ExecResult {
+    let text = |key| value[key].as_str().unwrap_or_default().to_owned();
+    let flag = |key| value[key].as_bool().unwrap_or_default();
+    ExecResult {
+        stdout: text("stdout"),
+        stderr: text("stderr"),
+        exit_code: value["exitCode"].as_i64().unwrap_or_default() as i32,
+        success: flag("success"),
+        command: text("command"),
+        duration: value["duration"].as_u64().unwrap_or_default(),
+        timestamp: text("timestamp"),
+        truncated: flag("truncated"),
+        timed_out: flag("timedOut"),
+    }
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CleanupResponse<'a> {
@@ -162,8 +184,6 @@ pub fn sandbox_name(room: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use duet_wire::ExecResult;
-
     use super::*;
 
     #[test]
@@ -211,13 +231,29 @@ mod tests {
 
     #[test]
     fn exec_answers_are_read_whole() {
-        let answer: ExecResponse<ExecResult> = serde_json::from_str(
+        let whole = ExecResult {
+            stdout: "hi\n".into(),
+            stderr: "ü".into(),
+            exit_code: -9,
+            success: false,
+            command: "echo hi".into(),
+            duration: 3,
+            timestamp: "2026-11-29T16:00:00.000Z".into(),
+            truncated: true,
+            timed_out: true,
+        };
+        let written = serde_json::to_value(&whole).unwrap();
+        assert_eq!(
+            exec_result(&written),
+            whole,
+            "every field, as sandboxd writes it"
+        );
+        let answer: Value = serde_json::from_str(
             r#"{"result":{"stdout":"hi\n","stderr":"","exitCode":0,"success":true,"command":"echo hi","duration":3,"timestamp":"2026-11-29T16:00:00.000Z","truncated":false,"timedOut":false},"sandboxName":"sandbox-r"}"#,
         )
         .unwrap();
-        assert_eq!(answer.sandbox_name, sandbox_name("r"));
         assert_eq!(
-            answer.result,
+            exec_result(&answer["result"]),
             ExecResult {
                 stdout: "hi\n".into(),
                 stderr: String::new(),
@@ -230,8 +266,13 @@ mod tests {
                 timed_out: false,
             }
         );
-        let sparse: ExecResponse<ExecResult> =
-            serde_json::from_str(r#"{"result":{"stderr":"boom"},"sandboxName":"s"}"#).unwrap();
-        assert_eq!(sparse.result.stderr, "boom");
+        let sparse: Value = serde_json::from_str(r#"{"stderr":"boom"}"#).unwrap();
+        assert_eq!(
+            exec_result(&sparse),
+            ExecResult {
+                stderr: "boom".into(),
+                ..ExecResult::default()
+            }
+        );
     }
 }

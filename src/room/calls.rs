@@ -13,7 +13,7 @@ use worker::{Env, Method, Stub};
 
 use crate::api::live::Event;
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{sandbox_name, AuditEntry, ExecResponse, HistoryResponse, Message};
+use crate::api::wire::{exec_result, sandbox_name, AuditEntry, HistoryResponse, Message};
 use crate::api::ApiError;
 use crate::runtime::{bindings, internal};
 
@@ -232,8 +232,8 @@ impl SandboxObject {
         })
         .expect("an exec request serializes");
         let mut response = send(&self.stub, &self.room, Call::AgentExec, Some(&body)).await?;
-        match response.json::<ExecResponse<ExecResult>>().await {
-            Ok(ExecResponse { result, .. }) => Ok(result),
+        match response.json::<serde_json::Value>().await {
+            Ok(answer) => Ok(exec_result(&answer["result"])),
             Err(e) => Err(format!("unexpected sandbox answer: {e}")),
         }
     }

@@ -41,7 +41,6 @@ use std::time::Duration;
 
 use duet_wire::{ExecEnd, ExecResult, Stream};
 use futures_util::future::{select, Either};
-use serde_json::value::RawValue;
 use worker::worker_sys::ext::WebSocketExt;
 use worker::{web_sys, Delay, Env, SqlStorage, State, WebSocket, WebSocketPair};
 
@@ -93,6 +92,18 @@ impl Counters {
             asked_at: None,
         }
     }
+}
+
+/// A watcher's counters; one not known yet (a new one, or any after an
+/// eviction) is taken to have seen and shown everything up to `seq`.
+fn counters<'a>(
+    watchers: &'a mut HashMap<String, Counters>,
+    id: &str,
+    seq: u64,
+) -> &'a mut Counters {
+    watchers
+        .entry(id.to_owned())
+        .or_insert_with(|| Counters::at(seq))
 }
 
 /// How a watcher joins.
@@ -305,15 +316,9 @@ impl Feed {
                 )
             }
         };
-        let recent = recent
-            .into_iter()
-            .map(RawValue::from_string)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
         // What is replayed counts as shown: the log bounds it.
-        self.watchers
-            .borrow_mut()
-            .insert(id.clone(), Counters::at(self.last()?));
+        let last = self.last()?;
+        *counters(&mut self.watchers.borrow_mut(), &id, last) = Counters::at(last);
         if let Some(since) = gap {
             self.send(
                 &pair.server,
@@ -325,12 +330,11 @@ impl Feed {
             room,
             resumed,
             history,
-            recent: &recent,
             role: grant.role,
             name: name.as_deref(),
             invites,
         };
-        self.send(&pair.server, &id, &live::frame(&hello.to_json(), seen));
+        self.send(&pair.server, &id, &live::hello_frame(&hello, seen, &recent));
         for frame in &missed {
             self.send(&pair.server, &id, frame);
         }
@@ -388,9 +392,7 @@ impl Feed {
         let seq = live::seq_of(frame);
         let mut watchers = self.watchers.borrow_mut();
         // After an eviction, a watcher starts again from this frame.
-        let counters = watchers
-            .entry(id.to_owned())
-            .or_insert_with(|| Counters::at(seq.saturating_sub(1)));
+        let counters = counters(&mut watchers, id, seq.saturating_sub(1));
         if counters.sent.saturating_sub(counters.acked) >= MAX_UNACKED_EVENTS {
             watchers.remove(id);
             let _ = ws.close(Some(TOO_SLOW), Some("too slow: acknowledge what you show"));
@@ -431,14 +433,9 @@ impl Feed {
             let Some(tags) = Tags::of(state, &ws) else {
                 continue;
             };
-            let asked_at = self
-                .watchers
-                .borrow_mut()
-                .entry(tags.id.clone())
-                .or_insert_with(|| Counters::at(seq))
+            let asked_at = *counters(&mut self.watchers.borrow_mut(), &tags.id, seq)
                 .asked_at
-                .get_or_insert(now)
-                .to_owned();
+                .get_or_insert(now);
             if now.saturating_sub(asked_at) >= 2 * self.heartbeat_ms {
                 self.watchers.borrow_mut().remove(&tags.id);
                 let _ = ws.close(

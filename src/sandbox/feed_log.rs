@@ -125,14 +125,17 @@ impl FeedLog {
     /// beginning at a command where it can), and the deltas of an answer
     /// still being written (those after the last message or failure).
     pub fn recent(&self, upto: u64) -> worker::Result<Vec<String>> {
-        let mut terminal = vec![];
-        let mut bytes = 0;
         let rows = self.sql.exec(
             "SELECT seq, kind, event FROM feed_log
-             WHERE seq <= ? AND kind IN ('command', 'output', 'command_end')
+             WHERE seq <= ? AND (kind IN ('command', 'output', 'command_end')
+                OR kind = 'delta' AND seq > (SELECT COALESCE(MAX(seq), 0) FROM feed_log
+                    WHERE kind IN ('message', 'failed') AND seq <= ?))
              ORDER BY seq DESC",
-            vec![int(upto)],
+            vec![int(upto), int(upto)],
         )?;
+        // Newest first, with their kinds.
+        let mut recent = vec![];
+        let mut bytes = 0;
         for row in rows.raw() {
             let row = row?;
             let (Some(seq), Some(kind), Some(event)) = (
@@ -142,30 +145,25 @@ impl FeedLog {
             ) else {
                 continue;
             };
-            bytes += event.len();
-            if bytes > RECENT_TERMINAL_BYTES {
-                break;
+            if kind != "delta" {
+                // Once one does not fit, no older one goes in.
+                bytes += event.len();
+                if bytes > RECENT_TERMINAL_BYTES {
+                    continue;
+                }
             }
-            terminal.push((seq, kind, event));
+            recent.push((kind, live::frame(&event, seq)));
         }
         // A pane that starts mid-command starts at its next command instead,
         // unless that leaves nothing.
-        if let Some(start) = terminal.iter().rposition(|(_, kind, _)| kind == "command") {
-            terminal.truncate(start + 1);
+        if let Some(start) = recent.iter().rposition(|(kind, _)| kind == "command") {
+            let mut at = 0;
+            recent.retain(|(kind, _)| {
+                at += 1;
+                at <= start + 1 || kind == "delta"
+            });
         }
-        let mut recent: Vec<(u64, String)> = terminal
-            .into_iter()
-            .rev()
-            .map(|(seq, _, event)| (seq, live::frame(&event, seq)))
-            .collect();
-        let answering = self.frames(
-            "kind = 'delta' AND seq <= ? AND seq > (SELECT COALESCE(MAX(seq), 0)
-             FROM feed_log WHERE kind IN ('message', 'failed') AND seq <= ?)",
-            vec![int(upto), int(upto)],
-        )?;
-        recent.extend(answering);
-        recent.sort_by_key(|(seq, _)| *seq);
-        Ok(recent.into_iter().map(|(_, frame)| frame).collect())
+        Ok(recent.into_iter().rev().map(|(_, frame)| frame).collect())
     }
 
     /// The room is gone: so is its log (its numbers go on).

@@ -37,7 +37,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use duet_wire::{ExecEnd, ExecRequest, ExecResult};
+use duet_wire::{ExecEnd, ExecRequest};
 use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
@@ -54,7 +54,7 @@ use crate::api::limits::{AUDIT_CMD_CHARS, RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES}
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
 use crate::api::token::Claims;
-use crate::api::wire::{sandbox_name, AuditEntry, AuditOutcome, ExecResponse};
+use crate::api::wire::{exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse};
 use crate::api::{validate, ApiError};
 use crate::room::access::{self, Generation};
 use crate::room::calls::AgentObject;
@@ -260,8 +260,10 @@ impl Sandbox {
                     .await;
                 // Read once, for the feed and the audit: without the output
                 // when it went out as it came.
-                let whole: Option<ExecResult> = match (&result, watched) {
-                    (Ok(raw), false) => serde_json::from_str(raw.get()).ok(),
+                let whole = match (&result, watched) {
+                    (Ok(raw), false) => serde_json::from_str(raw.get())
+                        .ok()
+                        .map(|v| exec_result(&v)),
                     _ => None,
                 };
                 let ended: Option<ExecEnd> = match (&result, &whole) {
@@ -662,7 +664,7 @@ fn with_note(
     note: &str,
 ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
     let internal = |e: serde_json::Error| ApiError::Internal(e.to_string());
-    let mut result: ExecResult = serde_json::from_str(result.get()).map_err(internal)?;
+    let mut result = exec_result(&serde_json::from_str(result.get()).map_err(internal)?);
     result.stderr.insert_str(0, &format!("{note}\n"));
     serde_json::value::to_raw_value(&result).map_err(internal)
 }

@@ -77,6 +77,35 @@ for (const backend of ["workers-ai", "openai"]) {
       b.close();
     });
 
+    test("one who joins while the answer is written is given its pieces so far, then the rest; one who comes back, what it missed", async () => {
+      const room = randomUUID();
+      const early = watch(worker.url, room);
+      await early.until((events) => events.some((e) => e.type === "hello"));
+      const text = "long 150";
+      const sent = worker.api("POST", `/api/rooms/${room}/message`, { text });
+      await early.until((events) => events.filter((e) => e.type === "delta").length >= 2 || null);
+      const since = Math.max(...early.events.map((e) => e.seq));
+      early.close();
+      const late = watch(worker.url, room);
+      const hello = await late.until((events) => events.find((e) => e.type === "hello"));
+      const before = hello.recent.filter((e) => e.type === "delta");
+      assert.ok(before.length >= 2, `the pieces so far: ${before.length}`);
+      assert.deepEqual(hello.history, [], "the exchange is not stored yet");
+      const back = watch(worker.url, room, { since });
+      assert.equal((await back.until((events) => events.find((e) => e.type === "hello"))).resumed, true);
+      assert.equal((await sent).status, 200);
+      const words = Array.from({ length: 150 }, (_, i) => `word${i + 1}`).join(" ");
+      const agentMessage = (events) => events.some((e) => e.type === "message" && e.message.role === "agent");
+      await late.until(agentMessage);
+      await back.until(agentMessage);
+      const after = late.events.filter((e) => e.type === "delta");
+      assert.equal([...before, ...after].map((d) => d.text).join(""), words, "the pieces so far, then the rest: each once");
+      const seen = [...early.events, ...back.events].filter((e) => e.type === "delta");
+      assert.equal(seen.map((d) => d.text).join(""), words, "what it saw, then what it missed: each once");
+      late.close();
+      back.close();
+    });
+
     test("a tool round and its follow-up stream as rounds 1 and 2, commands between them", async () => {
       const events = await watchedExchange("tool echo left");
       const kinds = events.filter((e) => ["delta", "command", "message"].includes(e.type)).map((e) => (e.type === "delta" ? `delta ${e.round}` : e.type));

@@ -252,9 +252,7 @@ impl Approvals {
         )?;
         // An exchange stored by another version of the worker, unreadable
         // here, is dropped rather than retried for ever.
-        Ok(serde_json::from_str(&exchange)
-            .ok()
-            .map(|paused| Ready { paused, decided }))
+        Ok(Paused::read(&exchange).map(|paused| Ready { paused, decided }))
     }
 
     /// When something is next due: now if an exchange is ready, else the

@@ -24,7 +24,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use duet_wire::ExecRequest;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use serde_json::Value;
 use worker::Env;
 
 use crate::ai::{self, Answer, Model};
@@ -59,11 +60,11 @@ impl Exchange {
     }
 }
 
-/// An exchange waiting for approvals, as the room stores it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An exchange waiting for approvals, as the room stores it (written by
+/// serde, read by [`Paused::read`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Paused {
     /// The exchange's id on the live feed.
-    #[serde(default)]
     pub exchange: String,
     /// The message it answers, who sent it and when: the model's context
     /// is the history before it, the message, then `follow_ups`.
@@ -80,10 +81,50 @@ pub struct Paused {
     pub answer: String,
     /// The waiting answer's tool calls, when it asked through tools (as
     /// `chat::tools::flatten` stores them).
-    #[serde(default)]
     pub tool_calls: Vec<String>,
     pub skipped: usize,
     pub not_run: usize,
+}
+
+impl Paused {
+    /// A stored exchange; `None` if it is not one. Read through a `Value`,
+    /// whose reader the upload has anyway, where a derived reader would
+    /// cost it several KiB. What older workers left out (the exchange's id,
+    /// tool calls) reads as empty.
+    pub fn read(json: &str) -> Option<Self> {
+        let stored: Value = serde_json::from_str(json).ok()?;
+        let text = |key| stored[key].as_str().map(str::to_owned);
+        let count = |key| stored[key].as_u64().map(|n| n as usize);
+        let strings = |list: &Value| -> Option<Vec<String>> {
+            list.as_array()?
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned))
+                .collect()
+        };
+        Some(Self {
+            exchange: text("exchange").unwrap_or_default(),
+            text: text("text")?,
+            asked_by: match &stored["asked_by"] {
+                Value::Null => None,
+                name => Some(name.as_str()?.to_owned()),
+            },
+            since: stored["since"].as_i64()?,
+            follow_ups: stored["follow_ups"]
+                .as_array()?
+                .iter()
+                .map(|follow_up| strings(follow_up).map(FollowUp::from))
+                .collect::<Option<_>>()?,
+            calls: count("calls")?,
+            commands_run: count("commands_run")?,
+            answer: text("answer")?,
+            tool_calls: match &stored["tool_calls"] {
+                Value::Null => vec![],
+                calls => strings(calls)?,
+            },
+            skipped: count("skipped")?,
+            not_run: count("not_run")?,
+        })
+    }
 }
 
 /// What the room said of one command of the agent's.
@@ -466,5 +507,72 @@ impl<'a> Run<'a> {
                 budget.wait_ms
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paused() -> Paused {
+        Paused {
+            exchange: "x00ff".into(),
+            text: "build it".into(),
+            asked_by: Some("ana".into()),
+            since: 1_764_400_000_000,
+            follow_ups: vec![FollowUp::from(vec![
+                "a".into(),
+                "results".into(),
+                "c1".into(),
+                "run_command".into(),
+                r#"{"command":"ls"}"#.into(),
+                "ls: done".into(),
+            ])],
+            calls: 2,
+            commands_run: 1,
+            answer: "b <run>make</run>".into(),
+            tool_calls: vec!["c2".into(), "run_command".into(), "{}".into()],
+            skipped: 1,
+            not_run: 3,
+        }
+    }
+
+    #[test]
+    fn a_paused_exchange_reads_back_as_stored() {
+        let stored = serde_json::to_string(&paused()).unwrap();
+        assert_eq!(Paused::read(&stored), Some(paused()));
+        let unnamed = Paused {
+            asked_by: None,
+            ..paused()
+        };
+        assert_eq!(
+            Paused::read(&serde_json::to_string(&unnamed).unwrap()),
+            Some(unnamed)
+        );
+    }
+
+    #[test]
+    fn one_stored_by_an_older_worker_reads_too_and_a_broken_one_not_at_all() {
+        let old = r#"{"text":"t","asked_by":null,"since":5,"follow_ups":[["a <run>ls</run>","[results]"]],
+            "calls":1,"commands_run":1,"answer":"x","skipped":0,"not_run":0}"#;
+        let read = Paused::read(old).unwrap();
+        assert_eq!((read.exchange.as_str(), read.tool_calls.len()), ("", 0));
+        assert_eq!(read.follow_ups[0].answer, "a <run>ls</run>");
+        assert_eq!(read.follow_ups[0].results, "[results]");
+        let mut whole: Value = serde_json::to_value(paused()).unwrap();
+        for (key, bad) in [
+            ("text", Value::Null),
+            ("since", Value::from("soon")),
+            ("calls", Value::from(-1)),
+            ("follow_ups", Value::from(vec![Value::from(1)])),
+            ("tool_calls", Value::from(2)),
+            ("asked_by", Value::from(7)),
+        ] {
+            let kept = whole[key].clone();
+            whole[key] = bad;
+            assert_eq!(Paused::read(&whole.to_string()), None, "{key}");
+            whole[key] = kept;
+        }
+        assert_eq!(Paused::read("not json"), None);
     }
 }

@@ -15,7 +15,7 @@ const outDir = path.resolve(process.argv[3] ?? path.join(ROOT, "docs"));
 const r = JSON.parse(fs.readFileSync(resultsFile, "utf8"));
 const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
 const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
-const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta } = r.sections;
+const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta, feed } = r.sections;
 const d = r.derived;
 
 const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -24,7 +24,7 @@ const bytes = (b) => `${b.toLocaleString("en-US")} B (${kib(b)})`;
 const LEVELS = ["c1", "c8", "c32"];
 const lines = [];
 const p = (...a) => lines.push(...a);
-const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? [])].map((l) => l.loadavg[0]);
+const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? []), ...(feed?.load ?? [])].map((l) => l.loadavg[0]);
 
 // ---- targets
 const TARGET_GZIP = 200 * 1024;
@@ -257,6 +257,34 @@ if (firstDelta) {
     p(`| ${label}: first delta on the feed | ${pair(l.worker.firstDelta)} | first piece ${pair(l.standin.firstPiece)} | ${pair(l.added.firstDelta)} | ${whyFirst} |`);
     p(`| ${label}: full reply (\`/message\` answered) | ${pair(l.worker.reply)} | end of stream ${pair(l.standin.end)} | ${pair(l.added.reply)} | the stream's length is the pace times the pieces; on top come the later start of the worker's request and, after the last piece, storing the exchange, publishing the agent's message and answering with the 20-message window. A watcher sees the answer begin after ${percent(l.worker.firstDelta.p50, l.worker.reply.p50)} of this wait (p50). |`);
   }
+  p("");
+}
+// ---- the live feed: a line's way to the watchers, and a resume of a full log
+if (feed) {
+  const fd = feed.settings;
+  const pair = (x) => `${ms(x.p50)} / ${ms(x.p99)}`;
+  const span = ([lo, hi]) => (lo === hi ? `${lo}` : `${lo}–${hi}`);
+  p("## The live feed", "");
+  p(`How soon a line a command prints reaches the room's watchers, and how soon a watcher that comes back after a full log has caught up, measured ${feed.date.slice(0, 10)} (${feed.date.slice(11, 16)} UTC) by \`node bench/feed.mjs\`: the worker runs on workerd in a process of its own (\`bench/lib/serve-worker.mjs\`), sandboxd in another, and the watchers (WebSockets, \`duet.v1\`, acknowledging every eighth event) in the client's. Milliseconds, p50 / p99.`, "");
+  if (feed.quick) p("**Quick run (`BENCH_QUICK=1`): do not quote these figures.**", "");
+  p(`**A line's latency.** ${fd.runs} commands per watcher count, each \`for i in $(seq 1 ${fd.lines}); do date +%s%N; sleep ${fd.lineSleep}; done\` through \`POST /sandbox/exec\`: every line carries the moment it was printed (the machine's wall clock) and is timed when the \`output\` event holding it arrives, on the same clock (\`performance.timeOrigin + performance.now()\`, to a fraction of a ms); an event may hold several lines, and each counts, at every watcher. The reference is the floor: the same command, started at the same moment in a sandbox of its own, read directly from sandboxd's stream (\`POST /v1/sandboxes/{name}/exec/stream\`), which is what the Sandbox object reads. sandboxd holds output up to 50 ms to gather it into fewer events (sooner once 16 KiB wait), so the floor is about 50 ms by design; the difference is what the worker (the object's read of the stream, the log's SQLite write, the frame to each socket) and the WebSocket add.`, "");
+  p("| watchers | lines timed | the worker | reference: sandboxd's stream read directly | the worker adds | why |", "|---:|---:|---:|---:|---:|---|");
+  const counts = Object.values(feed.lines);
+  const lone = counts.find((l) => l.watchers === 1);
+  for (const l of counts) {
+    const why =
+      l.watchers === 1
+        ? `per \`output\` event (${l.outputEvents} for ${(l.commands * fd.lines).toLocaleString("en-US")} lines) the object parses sandboxd's line, logs the event (one SQLite insert) and sends one frame; the socket crosses workerd's HTTP stack to the client.`
+        : `each event goes out to ${l.watchers} sockets in one turn of the object (per socket: its tags read, its counters checked, the frame sent); the first watcher to get a line gets it after ${pair(l.firstWatcher)}${lone ? ` (${ms(l.firstWatcher.p50 - l.floor.p50)} ms over the floor at p50, against ${ms(lone.added.p50)} for a lone watcher)` : ""}, and from there to the last, over the watchers, ${pair(l.fanOut)} pass, which includes this client's own handling of ${l.watchers} frames in one event loop.`;
+    p(`| ${l.watchers} | ${l.worker.n.toLocaleString("en-US")} | ${pair(l.worker)} | ${pair(l.floor)} (n ${l.floor.n}) | ${pair(l.added)} | ${why} |`);
+  }
+  p("");
+  const rs = feed.resume;
+  p(`**A resume of a full log.** ${fd.resumes} commands printing 1 MiB (\`head -c 1048576 /dev/zero | tr '\\0' x\`, 64 or so \`output\` events of up to 16 KiB) fill a room's log to its 1 MiB bound; it then holds events ${rs.log.oldestKept} to ${rs.log.last} (found by asking to resume after each number until the first that is not a \`gap\`). ${fd.resumes} watchers in turn connect with \`?since=${rs.log.oldestKept - 1}\`, the number just before the oldest kept, and are timed from opening the socket to the last event missed; between them, ${fd.resumes} fresh joins (no \`since\`) to their \`hello\`. The references are the same bytes arriving live, on a watcher connected while each of the 1 MiB commands printed (its \`command\` event to its \`command_end\`), with sandboxd's stream read directly under it (its \`start\` line to its \`end\`), and the fresh join's \`hello\`. Of ${fd.resumes} runs, p99 is the slowest.`, "");
+  p("| measure | time | what arrives | reference | why |", "|---|---:|---|---|---|");
+  p(`| resume after the full log: socket opened → the last missed event | ${pair(rs.resume.toLastMissed)} (\`hello\` after ${pair(rs.resume.toHello)}) | ${rs.resume.events} events, ${bytes(rs.resume.bytes)} | the same bytes live: ${pair(rs.live.commandToEnd)} (next row); a fresh join's \`hello\`: ${pair(rs.freshJoin.toHello)} (last row) | the object reads the missed events in one SQLite query and sends them all, after the \`hello\`, while accepting the socket: nothing waits on sandboxd, and the frames are the log's rows with their numbers. As the room's only watcher, it also waits, as a fresh join does, for the room's DuetAgent to be told someone watches (one object hop) before its socket is answered. |`);
+  p(`| the same 1 MiB live: \`command\` → \`command_end\` | ${pair(rs.live.commandToEnd)} | ${span(rs.live.events)} events, at most ${bytes(rs.live.bytes[1])} | sandboxd's stream read directly: ${pair(rs.direct.startToEnd)} (${span(rs.direct.outputEvents)} output events) | sandboxd's stream is the floor; the rest is the object reading it as it comes (twice the output: its end line is the whole \`/exec\` answer, stdout included), each piece parsed, logged and sent before the next is read. The exec is answered after ${pair(rs.live.execAnswered)}; the same exec where nobody watches, which reads sandboxd's plain \`/exec\` and gives the log its 64 events whole at the end, after ${pair(rs.unwatched.execAnswered)}${rs.unwatched.execAnswered.p50 < rs.live.execAnswered.p50 / 2 ? ": the log's writes are not what takes the time" : ""}. |`);
+  p(`| a fresh join: socket opened → \`hello\` | ${pair(rs.freshJoin.toHello)} | one frame of ${bytes(rs.freshJoin.helloBytes)} (empty history, ${rs.freshJoin.recentEvents} events of the terminal's past) | – | the terminal's past is at most 64 KiB of whole events, read from the log newest first; the history is asked of the room's DuetAgent, which is then told someone watches: two object hops. |`);
   p("");
 }
 if (lifecycle) {

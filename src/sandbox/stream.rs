@@ -13,6 +13,10 @@ pub fn parse(line: &str) -> Result<Line, String> {
 }
 
 /// Splits a byte stream into lines as chunks arrive.
+///
+/// A line may be long (the end carries the whole result, megabytes of it,
+/// in chunks of a few KiB), so each chunk is searched alone, never what
+/// came before it again, and what is taken goes from the front once.
 #[derive(Default)]
 pub struct Lines {
     pending: Vec<u8>,
@@ -21,12 +25,16 @@ pub struct Lines {
 impl Lines {
     /// Feeds a chunk; answers the lines it completed.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+        let searched = self.pending.len();
         self.pending.extend_from_slice(chunk);
         let mut lines = vec![];
-        while let Some(at) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=at).collect();
-            lines.push(String::from_utf8_lossy(&line[..at]).into_owned());
+        let mut start = 0;
+        for (at, _) in chunk.iter().enumerate().filter(|(_, &b)| b == b'\n') {
+            let end = searched + at;
+            lines.push(String::from_utf8_lossy(&self.pending[start..end]).into_owned());
+            start = end + 1;
         }
+        self.pending.drain(..start);
         lines
     }
 }
@@ -56,5 +64,12 @@ mod tests {
         let text = "é".as_bytes();
         assert!(lines.feed(&text[..1]).is_empty());
         assert_eq!(lines.feed(&[&text[1..], b"\n"].concat()), ["é"]);
+        // A long line in small chunks, then two at once.
+        let long = "x".repeat(10_000);
+        for piece in long.as_bytes().chunks(64) {
+            assert!(lines.feed(piece).is_empty());
+        }
+        assert_eq!(lines.feed(b"\na\nb"), [long.as_str(), "a"]);
+        assert_eq!(lines.feed(b"\n"), ["b"]);
     }
 }

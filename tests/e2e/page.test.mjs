@@ -18,7 +18,7 @@ import { after, before, describe, test } from "node:test";
 
 import { chromium } from "playwright-core";
 
-import { freePort, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { freePort, pageAssets, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // As a sandboxed machine runs it: no GPU, no network but loopback, no setuid sandbox as root.
@@ -180,7 +180,7 @@ describe("the web page", () => {
   });
 
   test("the page's responses keep their security headers and send no referrer", async () => {
-    for (const route of ["/", "/rooms/r-1", "/assets/duet.js", "/assets/duet.css"]) {
+    for (const route of ["/", "/rooms/r-1", ...Object.values(pageAssets())]) {
       const res = await fetch(worker.url + route);
       assert.equal(res.headers.get("referrer-policy"), "no-referrer", route);
       assert.equal(res.headers.get("x-content-type-options"), "nosniff", route);

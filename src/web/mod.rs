@@ -1,6 +1,6 @@
 //! The web page: `/` to create or enter a room, `/rooms/{roomId}` to watch
-//! and use it live. Plain HTML, CSS and a little JavaScript (no framework);
-//! `scripts/page.mjs` writes them, with xterm.js for the room's terminal,
+//! and use it live. Plain HTML, CSS and a little JavaScript (no framework),
+//! with xterm.js for the room's terminal; `scripts/page.mjs` writes them
 //! into `build/page/` with fingerprinted asset names, and wrangler.toml hands
 //! that folder to the platform's asset store: their bytes are not in the
 //! Worker's upload, so the page can grow without slowing the Worker's start.
@@ -52,9 +52,12 @@ pub async fn serve(page: &Page, env: &Env) -> Result<web_sys::Response, ApiError
     // it on.
     headers.set("referrer-policy", "no-referrer")?;
     // The page loads nothing from elsewhere and may be framed by nobody.
+    // Styles may be inline: xterm.js's renderer writes its cell sizes and
+    // colours into <style> elements and style attributes as it draws, with
+    // no nonce to give it. Scripts stay the page's own files.
     headers.set(
         "content-security-policy",
-        "default-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'",
     )?;
     let init = web_sys::ResponseInit::new();
     init.set_headers(&headers);

@@ -1,10 +1,11 @@
 // The web page in a real browser (Debian's Chromium, driven by
 // playwright-core): two people in one room; one sends a message and runs a
 // command that prints a line a second; the other sees the message, and each
-// line as it is printed, not all at the end. A page that reconnects misses
-// nothing after it; one that needs the token asks for it, and for a new one
-// when it is wrong; a deleted room says so; a page on another origin can
-// neither run a command nor watch; an owner's invite links bring a
+// line as it is printed, not all at the end. The terminal (xterm.js) shows
+// colours as styled cells and a progress bar as its last state. A page that
+// reconnects misses nothing after it; one that needs the token asks for it,
+// and for a new one when it is wrong; a deleted room says so; a page on another
+// origin can neither run a command nor watch; an owner's invite links bring a
 // watcher, who sees the room live and cannot type, and a writer, who can,
 // until the owner revokes them; and in a room that asks, a command of the
 // agent waits on every page until a writer approves it. The agent's answer
@@ -41,6 +42,8 @@ function recordSockets() {
 }
 const sockets = (page) => page.evaluate(() => window.sockets.map(({ events, opened, closes }) => ({ events, opened, closes })));
 const statusIs = (page, text) => page.waitForFunction((t) => document.getElementById("status").textContent === t, text);
+// The terminal's text, through the page's one hook (xterm.js draws only the rows in view).
+const terminal = (page) => page.evaluate(() => terminalText());
 
 describe("the web page", () => {
   let sandboxd, worker, browser;
@@ -90,12 +93,12 @@ describe("the web page", () => {
     await a.page.keyboard.press("Enter");
     const seen = {};
     for (const line of ["1", "2", "3"]) {
-      await b.page.waitForFunction((l) => document.getElementById("term").textContent.includes(`${l}\n`), line, { timeout: 10_000 });
+      await b.page.waitForFunction((l) => terminalText().split("\n").includes(l), line, { timeout: 10_000 });
       seen[line] = Date.now();
     }
-    await b.page.waitForFunction(() => document.getElementById("term").textContent.includes("[exit 0]"));
+    await b.page.waitForFunction(() => terminalText().includes("[exit 0]"));
     assert.ok(seen["3"] - seen["1"] >= 1500, `lines arrived ${seen["3"] - seen["1"]} ms apart: they stream`);
-    assert.match(await b.page.textContent("#term"), /\$ for i in 1 2 3; do echo \$i; sleep 1; done\n1\n2\n3\n\[exit 0\]/);
+    assert.equal(await terminal(b.page), "$ for i in 1 2 3; do echo $i; sleep 1; done\n1\n2\n3\n[exit 0]");
     assert.deepEqual([...a.errors, ...b.errors], []);
 
     // The picture in the README.
@@ -145,9 +148,9 @@ describe("the web page", () => {
         const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: `echo ${tag}-${i}` });
         assert.equal(res.status, 200, res.text);
       }
-      await page.waitForFunction((last) => document.getElementById("term").textContent.includes(`${last}\n[exit 0]`), `${tag}-${COMMANDS}`, { timeout: 10_000 });
+      await page.waitForFunction((last) => terminalText().includes(`${last}\n[exit 0]`), `${tag}-${COMMANDS}`, { timeout: 10_000 });
     };
-    const shown = (tag) => page.evaluate((t) => document.getElementById("term").textContent.split("\n").filter((l) => l.startsWith(`${t}-`)), tag);
+    const shown = async (tag) => (await terminal(page)).split("\n").filter((l) => l.startsWith(`${tag}-`));
     const all = (tag) => Array.from({ length: COMMANDS }, (_, i) => `${tag}-${i + 1}`);
     await run("before");
     assert.deepEqual(await shown("before"), all("before"));
@@ -164,6 +167,38 @@ describe("the web page", () => {
     assert.ok(second.events > 3 * COMMANDS, `${second.events} events on the second socket`);
     assert.deepEqual(second.closes, [], "not dropped as too slow (4008)");
     assert.deepEqual(more, [], "no further reconnect");
+    assert.deepEqual(errors, []);
+  });
+
+  const exec = async (room, cmd) => {
+    const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+    assert.equal(res.status, 200, res.text);
+  };
+  const ended = (page, n) => page.waitForFunction((count) => terminalText().split("\n").filter((l) => /^\[exit \d+/.test(l)).length === count, n, { timeout: 10_000 });
+
+  test("the terminal shows colours as styled cells, a progress bar's last state, each command's lines", async () => {
+    const room = randomUUID();
+    const { page, errors } = await open(room, "ana");
+    await exec(room, String.raw`printf '\033[31mred\033[0m plain\n'`);
+    await exec(room, String.raw`printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'`);
+    await exec(room, "printf 'no newline'");
+    await exec(room, "echo warned >&2; (exit 3)");
+    await ended(page, 4);
+    assert.equal(
+      await terminal(page),
+      [
+        String.raw`$ printf '\033[31mred\033[0m plain\n'`, "red plain", "[exit 0]",
+        String.raw`$ printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'`, "progress 100%", "[exit 0]",
+        "$ printf 'no newline'", "no newline", "[exit 0]",
+        "$ echo warned >&2; (exit 3)", "warned", "[exit 3]",
+      ].join("\n"),
+    );
+    // xterm.js's DOM renderer: a cell's colour is a class of its span, the
+    // theme's red for ANSI red and for stderr.
+    const red = await page.$$eval(".xterm-rows span", (spans) => spans.filter((s) => ["red", "warned"].includes(s.textContent)).map((s) => [s.textContent, s.className, getComputedStyle(s).color]));
+    assert.deepEqual(red, [["red", "xterm-fg-1", "rgb(255, 123, 114)"], ["warned", "xterm-fg-1", "rgb(255, 123, 114)"]]);
+    const rows = await page.$$eval(".xterm-rows > div", (divs) => divs.map((d) => d.textContent.trimEnd()));
+    assert.deepEqual(rows.filter((r) => r.startsWith("progress")), ["progress 100%"], "only the bar's last state is drawn");
     assert.deepEqual(errors, []);
   });
 
@@ -300,7 +335,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     assert.match(await owner.page.textContent("#present"), /olga \(owner\)/);
     await owner.page.getByLabel("Shell command").fill("echo seen-by-the-watcher");
     await owner.page.keyboard.press("Enter");
-    await watcher.page.waitForFunction(() => document.getElementById("term").textContent.includes("seen-by-the-watcher\n[exit 0]"));
+    await watcher.page.waitForFunction(() => terminalText().includes("seen-by-the-watcher\n[exit 0]"));
 
     // A writer link brings someone who can.
     await owner.page.getByRole("button", { name: "Writer link" }).click();
@@ -309,7 +344,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await writer.page.waitForFunction(() => document.getElementById("role").textContent === "you: writer");
     await writer.page.getByLabel("Shell command").fill("echo from-the-writer");
     await writer.page.keyboard.press("Enter");
-    await owner.page.waitForFunction(() => document.getElementById("term").textContent.includes("from-the-writer\n[exit 0]"));
+    await owner.page.waitForFunction(() => terminalText().includes("from-the-writer\n[exit 0]"));
     assert.equal(await writer.page.locator("#invite").isVisible(), false, "only an owner invites");
 
     await owner.page.getByRole("button", { name: "Revoke all links" }).click();
@@ -356,12 +391,12 @@ describe("the web page with DUET_API_TOKEN", () => {
     assert.match(await watcher.page.textContent("#asks"), /asked by .+, expires at /);
     assert.equal(await watcher.page.locator("#asks button").count(), 0, "a watcher cannot decide");
     assert.equal(await writer.page.locator("#asks button").count(), 2);
-    assert.doesNotMatch(await writer.page.textContent("#term"), /approved-42/, "nothing ran yet");
+    assert.doesNotMatch(await terminal(writer.page), /approved-42/, "nothing ran yet");
 
     await writer.page.getByRole("button", { name: "Approve" }).click();
     await watcher.page.waitForFunction(() => document.getElementById("asks").textContent.includes("approved by bo"));
     for (const { page } of pages) {
-      await page.waitForFunction(() => document.getElementById("term").textContent.includes("approved-42\n[exit 0]"), null, { timeout: 10_000 });
+      await page.waitForFunction(() => terminalText().includes("approved-42\n[exit 0]"), null, { timeout: 10_000 });
       await page.waitForFunction(() => document.getElementById("chat").textContent.includes("saw: approved-42"), null, { timeout: 10_000 });
     }
     // The decided entry goes after a moment.
@@ -386,7 +421,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await entry(writer, "echo two").getByRole("button", { name: "Deny" }).click();
     await entry(watcher, "echo two").getByText("denied by bo").waitFor();
     await watcher.page.waitForFunction(() => document.getElementById("chat").textContent.includes("Done."), null, { timeout: 10_000 });
-    assert.match(await watcher.page.textContent("#term"), /\$ echo one\none\n\[exit 0\]\n$/, "the denied one did not run");
+    assert.match(await terminal(watcher.page), /\$ echo one\none\n\[exit 0\]$/, "the denied one did not run");
 
     await owner.page.selectOption("#mode", "off");
     await writer.page.waitForFunction(() => document.getElementById("mode").value === "off");

@@ -1,17 +1,24 @@
 // The page's script. The home page enters or creates a room. The room page
 // renders the room's live feed (GET /api/rooms/{id}/live, a WebSocket) and
-// sends messages and commands through the plain HTTP routes. In token mode
-// the token comes from an invite link (`#token=…`, taken off the address
-// bar at once) or is asked for when the worker refuses the page (once per
-// tab, again when it is wrong, or with the "API token" button); it is kept
-// for the tab and sent as a bearer header and, for the socket, as a
-// subprotocol. The feed's hello says the page's role: a watcher gets no
-// boxes to type in, an owner the buttons that make and revoke invite links.
+// sends messages and commands through the plain HTTP routes. The sandbox's
+// commands show in a read-only terminal (xterm.js, loaded by the room page
+// only), so colours, `\r` progress bars and cursor movement look as they
+// would in a terminal. In token mode the token comes from an invite link
+// (`#token=…`, taken off the address bar at once) or is asked for when
+// the worker refuses the page (once per tab, again when it is wrong, or with
+// the "API token" button); it is kept for the tab and sent as a bearer
+// header and, for the socket, as a subprotocol. The feed's hello says the
+// page's role: a watcher gets no boxes to type in, an owner the buttons
+// that make and revoke invite links.
 // The room's policy for the agent's commands is shown (an owner may change
 // its mode), and so are the commands waiting for approval, with buttons for
 // writers and owners to decide them. The agent's answer shows as it is
 // written (`delta` events, one bubble per exchange), until its message,
 // which is what counts, takes the place of every bubble.
+//
+// One global, for tests and the console: `terminalText()`, the terminal's
+// text, one line per line (however it wraps on screen), what is scrolled
+// out of view included.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -22,11 +29,67 @@ function home() {
   document.getElementById("new").addEventListener("click", () => { location.href = "/rooms/" + crypto.randomUUID(); });
 }
 
-function room() {
+// The room's terminal in `box`: read-only, fitted to its box (again when
+// the box changes size), keeping the last 5000 lines. `show` writes a
+// command's events as a terminal would show them: the command as `$ cmd`,
+// its output as printed (stderr in red), how it ended.
+async function terminal(box) {
+  const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
+  const css = getComputedStyle(document.documentElement), colour = (name) => css.getPropertyValue(name).trim();
+  const term = new Terminal({
+    disableStdin: true,
+    convertEol: true,
+    scrollback: 5000,
+    // Screen readers get the text: the rows drawn are hidden from them.
+    screenReaderMode: true,
+    fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
+    fontSize: 13,
+    theme: { background: colour("--term-bg"), foreground: colour("--term-fg"), green: "#7ee787", red: "#ff7b72", brightBlack: "#8b949e" },
+  });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  fit.fit();
+  new ResizeObserver(() => fit.fit()).observe(box);
+  // Whether the last output left its line unfinished: the next line of
+  // ours starts on a line of its own.
+  let open = false;
+  const line = (text, colour) => {
+    term.write(`${open ? "\n" : ""}\x1b[0;${colour}m${text}\x1b[0m\n`);
+    open = false;
+  };
+  window.terminalText = () => {
+    const buffer = term.buffer.active, rows = [];
+    for (let i = 0; i < buffer.length; i++) {
+      const row = buffer.getLine(i), wraps = buffer.getLine(i + 1)?.isWrapped;
+      rows.push((row.isWrapped ? rows.pop() ?? "" : "") + row.translateToString(!wraps));
+    }
+    return rows.join("\n").trimEnd();
+  };
+  return {
+    show(e) {
+      if (e.type === "command") line(`$ ${printable(e.cmd)}`, 32);
+      else if (e.type === "command_end") line(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]`, 90);
+      else if (e.data) {
+        term.write(e.stream === "stderr" ? `\x1b[31m${e.data}\x1b[39m` : e.data);
+        open = !e.data.endsWith("\n");
+      }
+    },
+  };
+}
+
+// A command as typed, its control characters shown, not obeyed: a command
+// line cannot clear or recolour everyone's terminal (its output may).
+function printable(cmd) {
+  return cmd.replace(/[\0-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => (c < " " ? String.fromCharCode(0x2400 + c.charCodeAt(0)) : "\ufffd"));
+}
+
+async function room() {
   const room = decodeURIComponent(location.pathname.split("/").pop());
   const feedPath = `/api/rooms/${encodeURIComponent(room)}/live`;
   const $ = (id) => document.getElementById(id);
-  const chat = $("chat"), term = $("term"), status = $("status"), tokenButton = $("token");
+  const chat = $("chat"), status = $("status"), tokenButton = $("token");
+  const term = await terminal($("term"));
   // An invite link's token rides in the fragment, which no server sees;
   // it is kept for the tab and taken off the address bar.
   const invited = new URLSearchParams(location.hash.slice(1)).get("token");
@@ -169,9 +232,7 @@ function room() {
       case "presence": presence(e.watchers); break;
       case "message": message(e.message); break;
       case "delta": delta(e); break;
-      case "command": scrolled(term, () => term.append(el(`$ ${e.cmd}\n`, "cmd"))); break;
-      case "output": scrolled(term, () => term.append(el(e.data, e.stream === "stderr" ? "err" : ""))); break;
-      case "command_end": scrolled(term, () => term.append(el(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]\n`, "end"))); break;
+      case "command": case "output": case "command_end": term.show(e); break;
       case "policy": policies++; showPolicy(e.policy); break;
       case "approval": ask(e.approval); break;
       case "decided": decided(e); break;

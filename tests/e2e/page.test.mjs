@@ -2,9 +2,13 @@
 // playwright-core): two people in one room; one sends a message and runs a
 // command that prints a line a second; the other sees the message, and each
 // line as it is printed, not all at the end. The terminal (xterm.js) shows
-// colours as styled cells and a progress bar as its last state. A page that
-// reconnects misses nothing after it; one that needs the token asks for it,
-// and for a new one when it is wrong; a deleted room says so; a page on another
+// colours as styled cells and a progress bar as its last state; a late
+// joiner's terminal shows what an early watcher's does. A page that goes
+// offline says so, and back online shows what ran meanwhile once each; one
+// that reconnects resumes with `since` and misses nothing after it; against
+// a stand-in feed, the page keeps to the feed's protocol (resume, gap,
+// keep-alive, close codes). One that needs the token asks for it, and for
+// a new one when it is wrong; a deleted room says so; a page on another
 // origin can neither run a command nor watch; an owner's invite links bring a
 // watcher, who sees the room live and cannot type, and a writer, who can,
 // until the owner revokes them; and in a room that asks, a command of the
@@ -159,6 +163,7 @@ describe("the web page", () => {
 
     await page.evaluate(() => window.sockets[0].socket.close());
     await page.waitForFunction(() => window.sockets.length === 2 && window.sockets[1].opened);
+    assert.match(await page.evaluate(() => window.sockets[1].socket.url), /\?since=\d+$/, "it resumes");
     await statusIs(page, "live");
     await run("after");
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -200,6 +205,129 @@ describe("the web page", () => {
     const rows = await page.$$eval(".xterm-rows > div", (divs) => divs.map((d) => d.textContent.trimEnd()));
     assert.deepEqual(rows.filter((r) => r.startsWith("progress")), ["progress 100%"], "only the bar's last state is drawn");
     assert.deepEqual(errors, []);
+  });
+
+  // Needs the feed to replay a room's recent terminal events in its hello.
+  test("a late joiner's terminal shows what an early watcher's does", async () => {
+    const room = randomUUID();
+    const early = await open(room, "ana");
+    await exec(room, String.raw`printf '\033[32mfirst\033[0m\n'`);
+    await exec(room, "for i in 1 2 3; do printf \"$i\\r\"; done; echo done");
+    await ended(early.page, 2);
+    const late = await open(room, "bo");
+    await exec(room, "echo with both open");
+    for (const { page } of [early, late]) await ended(page, 3);
+    const [a, b] = [await terminal(early.page), await terminal(late.page)];
+    assert.match(a, /^\$ printf .*\nfirst\n\[exit 0\]\n\$ for i .*\ndone\n\[exit 0\]\n\$ echo with both open\nwith both open\n\[exit 0\]$/);
+    assert.equal(b, a);
+    assert.deepEqual([...early.errors, ...late.errors], []);
+  });
+
+  // Needs the feed to resume from `?since=`.
+  test("a page that goes offline says so, then shows the commands run meanwhile, once each and in order", async () => {
+    const room = randomUUID();
+    const { page, errors } = await open(room, "ana");
+    await exec(room, "echo before");
+    await ended(page, 1);
+    await page.context().setOffline(true);
+    await statusIs(page, "offline; reconnecting…");
+    for (const n of [1, 2, 3]) await exec(room, `echo meanwhile-${n}`);
+    await page.context().setOffline(false);
+    await statusIs(page, "live");
+    await exec(room, "echo after");
+    await ended(page, 5);
+    const lines = (await terminal(page)).split("\n").filter((l) => !l.startsWith("$") && !l.startsWith("["));
+    assert.deepEqual(lines, ["before", "meanwhile-1", "meanwhile-2", "meanwhile-3", "after"]);
+    const urls = await page.evaluate(() => window.sockets.map((s) => s.socket.url));
+    assert.equal(urls.length, 2, "one reconnect");
+    assert.match(urls[1], /\?since=\d+$/);
+    assert.deepEqual(errors, []);
+  });
+
+  test("the page keeps to the feed's protocol (a stand-in feed): resume, gap, keep-alive, close codes", async () => {
+    const context = await browser.newContext();
+    // The stand-in answers the page's feed: each socket and what the page sent on it.
+    const feeds = [];
+    await context.routeWebSocket(/\/live(\?|$)/, (ws) => {
+      const feed = { ws, url: ws.url(), sent: [] };
+      ws.onMessage((m) => feed.sent.push(m));
+      feeds.push(feed);
+    });
+    const page = await context.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    const until = async (check, what) => {
+      for (let i = 0; !check(); i++) {
+        if (i > 200) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    };
+    const socket = async (n) => {
+      await until(() => feeds.length >= n, `socket ${n}`);
+      return feeds[n - 1];
+    };
+    const send = (feed, ...events) => events.forEach((e) => feed.ws.send(JSON.stringify(e)));
+    const hello = (seq, resumed, history = [], terminal = []) => ({ type: "hello", seq, resumed, room: "r", history, terminal, role: "owner", invites: false });
+    const command = (seq, id, cmd, out) => [
+      { type: "command", seq, id, cmd, source: "exec" },
+      { type: "output", seq: seq + 1, id, stream: "stdout", data: `${out}\n` },
+      { type: "command_end", seq: seq + 2, id, exitCode: 0, truncated: false, timedOut: false },
+    ];
+    const shows = (text) => page.waitForFunction((t) => terminalText() === t, text);
+    await page.goto(`${worker.url}/rooms/stand-in`);
+
+    // A first hello: the history and the terminal's recent events, shown as live ones are.
+    const first = await socket(1);
+    assert.doesNotMatch(first.url, /since/);
+    send(first, hello(7, false, [{ role: "user", userId: "ana", text: "hi", ts: 1764400000000 }], command(5, "c1", "echo one", "one")));
+    await statusIs(page, "live");
+    await shows("$ echo one\none\n[exit 0]");
+    assert.match(await page.textContent("#chat"), /ana: hi/);
+    send(first, { type: "pong" }, { type: "heartbeat", seq: 7 });
+    await until(() => first.sent.includes('{"type":"ack","seq":7}'), "the ack");
+
+    // Too slow (4008): back with since; a resumed hello keeps what is shown.
+    first.ws.close({ code: 4008, reason: "too slow" });
+    const second = await socket(2);
+    assert.match(second.url, /\?since=7$/);
+    send(second, hello(7, true), ...command(8, "c2", "echo two", "two"));
+    await shows("$ echo one\none\n[exit 0]\n$ echo two\ntwo\n[exit 0]");
+    assert.match(await page.textContent("#chat"), /ana: hi/);
+
+    // Resumed too late: a gap, and the hello after it is the whole truth.
+    send(second, { type: "gap", seq: 3, since: 10, oldest: 1 }, hello(3, false, [], command(1, "c9", "echo nine", "nine")));
+    await shows("$ echo nine\nnine\n[exit 0]");
+    assert.equal(await page.textContent("#chat"), "");
+
+    // Gone quiet (4408): back with since again; then the room is deleted (4410): no more.
+    second.ws.close({ code: 4408, reason: "stopped answering" });
+    const third = await socket(3);
+    assert.match(third.url, /\?since=3$/);
+    send(third, hello(3, true), { type: "closed", seq: 3, reason: "deleted" });
+    third.ws.close({ code: 4410, reason: "deleted" });
+    await statusIs(page, "the room was deleted; reload the page to start it afresh");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(feeds.length, 3, "no reconnect to a deleted room");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test("the page pings its feed every 25 s while it is open", async () => {
+    const context = await browser.newContext();
+    const sent = [];
+    await context.routeWebSocket(/\/live(\?|$)/, (ws) => {
+      ws.onMessage((m) => sent.push(m));
+      ws.send(JSON.stringify({ type: "hello", seq: 0, resumed: false, room: "r", history: [], terminal: [], role: "owner", invites: false }));
+    });
+    const page = await context.newPage();
+    await page.clock.install();
+    await page.goto(`${worker.url}/rooms/pinged`);
+    await statusIs(page, "live");
+    await page.clock.runFor(24_000);
+    assert.deepEqual(sent.filter((m) => m.includes("ping")), []);
+    await page.clock.runFor(26_000);
+    assert.deepEqual(sent.filter((m) => m.includes("ping")), ['{"type":"ping"}', '{"type":"ping"}']);
+    await context.close();
   });
 
   test("a deleted room says so on the page, which stops reconnecting", async () => {

@@ -3,8 +3,12 @@
 // sends messages and commands through the plain HTTP routes. The sandbox's
 // commands show in a read-only terminal (xterm.js, loaded by the room page
 // only), so colours, `\r` progress bars and cursor movement look as they
-// would in a terminal. In token mode the token comes from an invite link
-// (`#token=…`, taken off the address bar at once) or is asked for when
+// would in a terminal. The page remembers the last `seq` the feed sent and,
+// when its socket drops, says it is offline and reconnects by itself with
+// `?since=` that `seq`: the feed then sends what was missed, or says to
+// start afresh (a `hello` that is not `resumed`, with the history and the
+// terminal's recent events). In token mode the token comes from an invite
+// link (`#token=…`, taken off the address bar at once) or is asked for when
 // the worker refuses the page (once per tab, again when it is wrong, or with
 // the "API token" button); it is kept for the tab and sent as a bearer
 // header and, for the socket, as a subprotocol. The feed's hello says the
@@ -31,8 +35,9 @@ function home() {
 
 // The room's terminal in `box`: read-only, fitted to its box (again when
 // the box changes size), keeping the last 5000 lines. `show` writes a
-// command's events as a terminal would show them: the command as `$ cmd`,
-// its output as printed (stderr in red), how it ended.
+// command's events (live, or the feed's `terminal` after a hello) as a
+// terminal would show them: the command as `$ cmd`, its output as printed
+// (stderr in red), how it ended; `clear` empties it.
 async function terminal(box) {
   const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
   const css = getComputedStyle(document.documentElement), colour = (name) => css.getPropertyValue(name).trim();
@@ -75,6 +80,12 @@ async function terminal(box) {
         open = !e.data.endsWith("\n");
       }
     },
+    // In the order of writes (a reset, ESC c): output written before it
+    // may not have been drawn yet.
+    clear() {
+      term.write("\x1bc");
+      open = false;
+    },
   };
 }
 
@@ -98,9 +109,10 @@ async function room() {
     history.replaceState(null, "", location.pathname + location.search);
   }
   let token = sessionStorage.getItem("duet-token") || "";
-  // The socket of the moment and how far it has shown and acknowledged its
-  // events: every socket numbers its own from 1, so these start afresh with it.
-  let feed = null, retry = 500;
+  // The socket of the moment, with the last `seq` it received and the last
+  // it acknowledged; the last `seq` any socket received, which a new one
+  // resumes from; the next reconnect's delay, and its timer.
+  let feed = null, since = null, retry = 500, retrying = null;
   // What the feed's hello said this page may do.
   let role = "watcher";
   // The policy shown, and how many `policy` events came: one that comes
@@ -140,6 +152,12 @@ async function room() {
     for (const div of writing.values()) div.remove();
     writing.clear();
   }
+  // What the page shows of the room, before the feed shows it afresh.
+  function forget() {
+    doneWriting();
+    chat.textContent = "";
+    term.clear();
+  }
   function message(m) {
     if (m.role === "agent") doneWriting();
     scrolled(chat, () => {
@@ -167,8 +185,14 @@ async function room() {
     $("invite").hidden = !e.invites;
     if (e.name) $("name").value = e.name;
     $("name").readOnly = Boolean(e.name);
-    chat.textContent = "";
-    e.history.forEach(message);
+    // Resumed, the feed sends what was missed next; otherwise this is the
+    // whole truth.
+    if (!e.resumed) {
+      forget();
+      e.history.forEach(message);
+      e.terminal?.forEach(term.show);
+    }
+    say("live");
     // What changed while the page was away is asked for afresh.
     const seen = policies;
     call("policy", undefined, "GET").then((p) => seen === policies && showPolicy(p));
@@ -229,6 +253,7 @@ async function room() {
   function onEvent(e) {
     switch (e.type) {
       case "hello": hello(e); sendName(); break;
+      case "gap": forget(); break;
       case "presence": presence(e.watchers); break;
       case "message": message(e.message); break;
       case "delta": delta(e); break;
@@ -251,29 +276,53 @@ async function room() {
     const b64 = btoa(unescape(encodeURIComponent(token))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
     return token ? ["duet.v1", `duet.auth.${b64}`] : ["duet.v1"];
   }
+  // Opens the feed, resuming from `since` when there is one; a socket it
+  // replaces is closed, and what it still says is not this page's.
   function connect() {
+    clearTimeout(retrying);
+    retrying = null;
+    feed?.ws.close();
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const ws = new WebSocket(`${scheme}//${location.host}${feedPath}`, authProtocols());
-    const mine = (feed = { ws, seen: 0, acked: 0, opened: false, closed: false });
-    ws.onopen = () => { mine.opened = true; say("live"); retry = 500; };
+    const query = since === null ? "" : `?since=${since}`;
+    const ws = new WebSocket(`${scheme}//${location.host}${feedPath}${query}`, authProtocols());
+    const mine = (feed = { ws, seen: 0, acked: 0, opened: false, closed: false, pings: 0 });
+    ws.onopen = () => {
+      mine.opened = true;
+      retry = 500;
+      // The runtime answers without waking the room; a watcher that stays
+      // silent is taken for gone (4408).
+      mine.pings = setInterval(() => ws.send('{"type":"ping"}'), 25_000);
+    };
     ws.onmessage = (msg) => {
-      if (feed !== mine) return; // replaced: its last words are not this page's
+      if (feed !== mine) return;
       const e = JSON.parse(msg.data);
+      if (e.type === "pong") return;
       onEvent(e);
       mine.closed ||= e.type === "closed";
-      mine.seen = e.seq ?? mine.seen;
+      since = mine.seen = e.seq ?? mine.seen;
       if (mine.seen - mine.acked >= 16) ack(mine);
     };
-    ws.onclose = () => {
-      if (feed !== mine || mine.closed) return; // replaced, or the room is gone
+    ws.onclose = (e) => {
+      clearInterval(mine.pings);
+      // Replaced; or the room is gone, or the token (4410, 4401, after a
+      // `closed`): coming back would not help.
+      if (feed !== mine || mine.closed || e.code === 4410 || e.code === 4401) return;
       if (mine.opened) reconnect();
       else refused();
     };
   }
+  // Tries again after a while; offline, as soon as the browser is back
+  // online (`retrying` is then "online" rather than a timer).
   function reconnect() {
-    say("disconnected; reconnecting…", true);
-    setTimeout(connect, (retry = Math.min(retry * 2, 10000)));
+    say("offline; reconnecting…", true);
+    retrying = navigator.onLine ? setTimeout(connect, (retry = Math.min(retry * 2, 10000))) : "online";
   }
+  addEventListener("offline", () => feed?.ws.close());
+  addEventListener("online", () => {
+    if (retrying === null) return;
+    retry = 500;
+    connect();
+  });
   // A browser reports a refused upgrade only as code 1006. The feed's URL
   // asked over plain HTTP passes the same checks: a 401 means the token is
   // missing or wrong; anything else (426, not a WebSocket: the checks
@@ -302,12 +351,7 @@ async function room() {
     return true;
   }
   // Replaces the token: the socket starts again with the new one.
-  tokenButton.addEventListener("click", () => {
-    if (!askToken("API token:")) return;
-    const old = feed;
-    connect();
-    old?.ws.close();
-  });
+  tokenButton.addEventListener("click", () => askToken("API token:") && connect());
   // A call of the room's API; its error is shown, unless its status is `expected`.
   async function call(path, body, method = "POST", expected) {
     const headers = body ? { "content-type": "application/json" } : {};
@@ -360,9 +404,7 @@ async function room() {
     if (!json.invite) return;
     token = json.invite.token;
     sessionStorage.setItem("duet-token", token);
-    const old = feed;
     connect();
-    old?.ws.close();
   });
   connect();
 }

@@ -100,6 +100,7 @@ async function room() {
   const feedPath = `/api/rooms/${encodeURIComponent(room)}/live`;
   const $ = (id) => document.getElementById(id);
   const chat = $("chat"), status = $("status"), tokenButton = $("token");
+  $("room-id").textContent = room;
   const term = await terminal($("term"));
   // An invite link's token rides in the fragment, which no server sees;
   // it is kept for the tab and taken off the address bar.
@@ -123,7 +124,6 @@ async function room() {
   const asks = new Map(), settled = new Set();
   // The agent's answers being written, by exchange.
   const writing = new Map();
-  $("room-id").textContent = room;
   $("name").value = localStorage.getItem("duet-name") || "";
   tokenButton.hidden = !token;
 

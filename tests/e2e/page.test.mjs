@@ -267,7 +267,7 @@ describe("the web page", () => {
       return feeds[n - 1];
     };
     const send = (feed, ...events) => events.forEach((e) => feed.ws.send(JSON.stringify(e)));
-    const hello = (seq, resumed, history = [], terminal = []) => ({ type: "hello", seq, resumed, room: "r", history, terminal, role: "owner", invites: false });
+    const hello = (seq, resumed, history = [], recent = []) => ({ type: "hello", seq, resumed, room: "r", history, recent, role: "owner", invites: false });
     const command = (seq, id, cmd, out) => [
       { type: "command", seq, id, cmd, source: "exec" },
       { type: "output", seq: seq + 1, id, stream: "stdout", data: `${out}\n` },
@@ -276,13 +276,15 @@ describe("the web page", () => {
     const shows = (text) => page.waitForFunction((t) => terminalText() === t, text);
     await page.goto(`${worker.url}/rooms/stand-in`);
 
-    // A first hello: the history and the terminal's recent events, shown as live ones are.
+    // A first hello: the history and the room's recent events (a command,
+    // an answer being written), shown as live ones are.
     const first = await socket(1);
     assert.doesNotMatch(first.url, /since/);
-    send(first, hello(7, false, [{ role: "user", userId: "ana", text: "hi", ts: 1764400000000 }], command(5, "c1", "echo one", "one")));
+    const writing = { type: "delta", seq: 7, exchange: "x1", round: 1, text: "Let me" };
+    send(first, hello(7, false, [{ role: "user", userId: "ana", text: "hi", ts: 1764400000000 }], [...command(4, "c1", "echo one", "one"), writing]));
     await statusIs(page, "live");
     await shows("$ echo one\none\n[exit 0]");
-    assert.match(await page.textContent("#chat"), /ana: hi/);
+    assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
     send(first, { type: "pong" }, { type: "heartbeat", seq: 7 });
     await until(() => first.sent.includes('{"type":"ack","seq":7}'), "the ack");
 
@@ -292,10 +294,10 @@ describe("the web page", () => {
     assert.match(second.url, /\?since=7$/);
     send(second, hello(7, true), ...command(8, "c2", "echo two", "two"));
     await shows("$ echo one\none\n[exit 0]\n$ echo two\ntwo\n[exit 0]");
-    assert.match(await page.textContent("#chat"), /ana: hi/);
+    assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
 
     // Resumed too late: a gap, and the hello after it is the whole truth.
-    send(second, { type: "gap", seq: 3, since: 10, oldest: 1 }, hello(3, false, [], command(1, "c9", "echo nine", "nine")));
+    send(second, { type: "gap", seq: 3, since: 10 }, hello(3, false, [], command(1, "c9", "echo nine", "nine")));
     await shows("$ echo nine\nnine\n[exit 0]");
     assert.equal(await page.textContent("#chat"), "");
 
@@ -317,7 +319,7 @@ describe("the web page", () => {
     const sent = [];
     await context.routeWebSocket(/\/live(\?|$)/, (ws) => {
       ws.onMessage((m) => sent.push(m));
-      ws.send(JSON.stringify({ type: "hello", seq: 0, resumed: false, room: "r", history: [], terminal: [], role: "owner", invites: false }));
+      ws.send(JSON.stringify({ type: "hello", seq: 0, resumed: false, room: "r", history: [], recent: [], role: "owner", invites: false }));
     });
     const page = await context.newPage();
     await page.clock.install();

@@ -7,7 +7,7 @@
 // when its socket drops, says it is offline and reconnects by itself with
 // `?since=` that `seq`: the feed then sends what was missed, or says to
 // start afresh (a `hello` that is not `resumed`, with the history and the
-// terminal's recent events). In token mode the token comes from an invite
+// room's recent events). In token mode the token comes from an invite
 // link (`#token=…`, taken off the address bar at once) or is asked for when
 // the worker refuses the page (once per tab, again when it is wrong, or with
 // the "API token" button); it is kept for the tab and sent as a bearer
@@ -35,8 +35,8 @@ function home() {
 
 // The room's terminal in `box`: read-only, fitted to its box (again when
 // the box changes size), keeping the last 5000 lines. `show` writes a
-// command's events (live, or the feed's `terminal` after a hello) as a
-// terminal would show them: the command as `$ cmd`, its output as printed
+// command's events (live, or the `recent` ones of a hello) as a terminal
+// would show them: the command as `$ cmd`, its output as printed
 // (stderr in red), how it ended; `clear` empties it.
 async function terminal(box) {
   const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
@@ -186,11 +186,13 @@ async function room() {
     if (e.name) $("name").value = e.name;
     $("name").readOnly = Boolean(e.name);
     // Resumed, the feed sends what was missed next; otherwise this is the
-    // whole truth.
+    // whole truth: the history, and the room as the others see it (`recent`,
+    // logged events shown as live ones: the terminal's recent past, an
+    // answer still being written).
     if (!e.resumed) {
       forget();
       e.history.forEach(message);
-      e.terminal?.forEach(term.show);
+      e.recent?.forEach(onEvent);
     }
     say("live");
     // What changed while the page was away is asked for afresh.

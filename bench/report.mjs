@@ -120,7 +120,7 @@ if (upload) {
   p(`| **total upload** | **${bytes(upload.raw)}** | **${bytes(upload.gzip)}** |`, "");
   p(`Budget (\`scripts/size-budget\`, fails above it): 200 KiB = 204,800 B gzipped (the TypeScript worker uploads 399 KiB) — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 120 KiB — ${upload.targetMet ? "met" : "not met"} (see below for what it would take).${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
   p("`index.js` here is wrangler's re-bundle of build/index.js (not minified, hence larger than build/index.js); its source map is written beside it but not uploaded.", "");
-  if (upload.assets?.files) p(`The web page's ${upload.assets.files} files (\`src/web/page/\`, ${bytes(upload.assets.raw)} raw, ${bytes(upload.assets.gzip)} gzipped one by one) go to the platform's asset store, uploaded apart from the Worker and not counted here; the Worker reads them through its \`ASSETS\` binding.`, "");
+  if (upload.assets?.files) p(`The web page's ${upload.assets.files} files (\`build/page/\`, written by \`scripts/page.mjs\`, ${bytes(upload.assets.raw)} raw, ${bytes(upload.assets.gzip)} gzipped one by one) go to the platform's asset store, uploaded apart from the Worker and not counted here; the Worker reads them through its \`ASSETS\` binding.`, "");
 }
 
 p("## Cold start", "");

@@ -1,7 +1,8 @@
 // Measures what `wrangler deploy` would upload, from the files of a dry run
 // (or of the build directory) in $OUT, as scripts/size-budget describes:
-// prints the figure against the budget and the target, optionally writes it
-// as JSON, and exits non-zero over the budget.
+// prints the figure against the budget and the target, and beside it the
+// page's assets in $ASSETS (build/page/, every file in it and below),
+// optionally writes both as JSON, and exits non-zero over the budget.
 import fs from "node:fs";
 import path from "node:path";
 import zlib from "node:zlib";
@@ -21,14 +22,19 @@ if (SOURCE === "wrangler") wranglerLine = (fs.readFileSync(LOG, "utf8").match(/T
 const kib = (n) => (n / 1024).toFixed(2) + " KiB";
 // The page's files, uploaded to the asset store apart from the Worker:
 // shown, not counted against the budget.
-const assets = ASSETS ? fs.readdirSync(ASSETS).map((f) => fs.readFileSync(path.join(ASSETS, f))) : [];
-const assetsRaw = assets.reduce((n, b) => n + b.length, 0);
-const assetsGzip = assets.reduce((n, b) => n + zlib.gzipSync(b).length, 0);
+const assetNames = ASSETS && fs.existsSync(ASSETS) ? fs.readdirSync(ASSETS, { recursive: true }).filter((f) => fs.statSync(path.join(ASSETS, f)).isFile()).sort() : [];
+const assets = assetNames.map((name) => {
+  const bytes = fs.readFileSync(path.join(ASSETS, name));
+  return { name, raw: bytes.length, gzip: zlib.gzipSync(bytes).length };
+});
+const assetsRaw = assets.reduce((n, a) => n + a.raw, 0);
+const assetsGzip = assets.reduce((n, a) => n + a.gzip, 0);
 const ok = gzip <= budget, met = gzip <= target;
 console.log(`upload (${SOURCE === "wrangler" ? "wrangler deploy --dry-run" : "build/ measured directly"}): ${raw} bytes (${kib(raw)}) raw, ${gzip} bytes (${kib(gzip)}) gzipped`);
 for (const [name, s] of Object.entries(each)) console.log(`  ${name}: ${s.raw} bytes raw, ${s.gzip} bytes gzipped alone`);
 if (wranglerLine) console.log(`  wrangler reports: Total Upload: ${wranglerLine}`);
 if (assets.length) console.log(`page assets (uploaded apart, not counted): ${assets.length} files, ${assetsRaw} bytes raw, ${assetsGzip} bytes gzipped one by one`);
+for (const a of assets) console.log(`  ${a.name}: ${a.raw} bytes raw, ${a.gzip} bytes gzipped`);
 console.log(`budget ${budget / 1024} KiB (${budget} bytes): ${ok ? "ok" : "EXCEEDED"}, ${ok ? budget - gzip + " bytes to spare" : gzip - budget + " bytes over"}`);
 console.log(`target ${target / 1024} KiB (${target} bytes): ${met ? "met" : "not met"}, ${met ? target - gzip + " bytes below" : gzip - target + " bytes above"}`);
 if (jsonFile) fs.writeFileSync(jsonFile, JSON.stringify({ source: SOURCE, raw, gzip, files: each, wrangler: wranglerLine, assets: { files: assets.length, raw: assetsRaw, gzip: assetsGzip }, budget, target, withinBudget: ok, targetMet: met }, null, 2) + "\n");

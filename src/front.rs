@@ -149,7 +149,7 @@ async fn dispatch(
 ) -> Result<web_sys::Response, ApiError> {
     let (room, action) = match route {
         Route::Health => return Ok(web_sys::Response::new_with_opt_str(Some("ok"))?),
-        Route::Page(page) => return Ok(web::serve(&page, env).await?),
+        Route::Page(page) => return web::serve(&page, env).await,
         Route::Room { room, action } => (room, action),
     };
     credential.admit(&room, action)?;

@@ -298,8 +298,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             ("GET" | "HEAD", "/health") => Route::Health,
             ("GET" | "HEAD", "/") => Route::Page(Page::Home),
             ("GET" | "HEAD", "/rooms/{roomId}") => Route::Page(Page::Room("r1".into())),
-            ("GET" | "HEAD", "/assets/duet.css") => Route::Page(Page::Style),
-            ("GET" | "HEAD", "/assets/duet.js") => Route::Page(Page::Script),
+            ("GET" | "HEAD", "/assets/{name}") => Route::Page(Page::Asset("a.js".into())),
             ("GET", "/api/rooms/{roomId}/live") => room(Action::Live),
             (_, "/api/rooms/{roomId}/message" | "/api/rooms/{roomId}/messages")
                 if method == "POST" =>
@@ -333,7 +332,9 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
 
 /// A documented path with its parameters filled in.
 fn concrete(path: &str) -> String {
-    path.replace("{roomId}", "r1").replace("{approvalId}", "1")
+    path.replace("{roomId}", "r1")
+        .replace("{approvalId}", "1")
+        .replace("{name}", "a.js")
 }
 
 fn room(action: Action) -> Route {

@@ -21,7 +21,7 @@ GET /api/rooms/{roomId}/policy, PUT /api/rooms/{roomId}/policy, \
 GET /api/rooms/{roomId}/approvals, POST /api/rooms/{roomId}/approvals/{approvalId}, \
 GET /api/rooms/{roomId}/audit, \
 GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
-GET /assets/duet.css, HEAD /assets/duet.css, GET /assets/duet.js, HEAD /assets/duet.js";
+GET /assets/{name}, HEAD /assets/{name}";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {

@@ -38,8 +38,9 @@ pub enum Action {
 pub enum Page {
     Home,
     Room(String),
-    Style,
-    Script,
+    /// A style sheet or script, by the fingerprinted file name the build
+    /// gave it (`scripts/page.mjs`).
+    Asset(String),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -126,9 +127,11 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         // HEAD too: health checkers use it.
         "/health" => return allow(method, &["GET", "HEAD"], "GET, HEAD").map(|_| Route::Health),
         "/" => Some(Page::Home),
-        "/assets/duet.css" => Some(Page::Style),
-        "/assets/duet.js" => Some(Page::Script),
-        _ => None,
+        _ => match path.strip_prefix("/assets/") {
+            Some(name) if is_file_name(name) => Some(Page::Asset(name.into())),
+            Some(_) => return Err(ApiError::NotFound),
+            None => None,
+        },
     };
     // The page's parts answer HEAD as GET, without the body (the runtime
     // leaves it out), as HTTP asks of every GET resource.
@@ -186,6 +189,16 @@ fn allow(method: &str, allowed: &[&str], header: &'static str) -> Result<(), Api
     } else {
         Err(ApiError::MethodNotAllowed(header))
     }
+}
+
+/// Whether an asset's name is a plain file name, which the asset store can
+/// only read from the assets folder: no `/`, no `..`, nothing encoded.
+fn is_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains("..")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
 /// An approval's id from its path segment: a positive integer, or the
@@ -346,14 +359,6 @@ mod tests {
     fn pages_and_the_live_feed() {
         assert_eq!(parse("GET", "/").unwrap(), Route::Page(Page::Home));
         assert_eq!(
-            parse("GET", "/assets/duet.js").unwrap(),
-            Route::Page(Page::Script)
-        );
-        assert_eq!(
-            parse("GET", "/assets/duet.css").unwrap(),
-            Route::Page(Page::Style)
-        );
-        assert_eq!(
             parse("GET", "/rooms/r-1").unwrap(),
             Route::Page(Page::Room("r-1".into()))
         );
@@ -364,12 +369,7 @@ mod tests {
             parse("HEAD", "/rooms/r-1").unwrap(),
             Route::Page(Page::Room("r-1".into()))
         );
-        assert_eq!(
-            parse("HEAD", "/assets/duet.css").unwrap(),
-            Route::Page(Page::Style)
-        );
         assert_eq!(status("HEAD", "/rooms/bad%20id"), 400);
-        assert_eq!(status("GET", "/assets/other.js"), 404);
         assert_eq!(
             room("GET", "/api/rooms/r1/live"),
             ("r1".into(), Action::Live)
@@ -378,9 +378,44 @@ mod tests {
     }
 
     #[test]
+    fn an_asset_is_a_plain_file_name() {
+        for name in [
+            "duet.0123456789.js",
+            "xterm.css",
+            "addon-fit.js",
+            "a_b",
+            "unknown.js",
+        ] {
+            for method in ["GET", "HEAD"] {
+                assert_eq!(
+                    parse(method, &format!("/assets/{name}")).unwrap(),
+                    Route::Page(Page::Asset(name.into())),
+                    "{method} {name}"
+                );
+            }
+        }
+        for name in [
+            "",
+            "..",
+            "a..b.js",
+            "../home.html",
+            "sub/duet.js",
+            "%2e%2e",
+            "..%2Fhome.html",
+            "duet.js%00",
+            "duet js",
+            "d\u{e9}.js",
+        ] {
+            assert_eq!(status("GET", &format!("/assets/{name}")), 404, "{name:?}");
+        }
+        assert_eq!(status("POST", "/assets/duet.js"), 405);
+    }
+
+    #[test]
     fn unknown_paths_are_404() {
         for path in [
             "/index.html",
+            "/assets",
             "/healthz",
             "/api",
             "/api/rooms",

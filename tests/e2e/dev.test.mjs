@@ -1,5 +1,6 @@
 // The README's run command, as a newcomer would use it: `npm run dev` builds
-// the worker, starts sandboxd and serves everything on localhost:8788.
+// the worker and the page, starts sandboxd and serves everything on
+// localhost:8788.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { test } from "node:test";
@@ -23,7 +24,7 @@ async function waitForHealth(child, ms) {
   throw new Error("npm run dev did not serve /health in time");
 }
 
-test("npm run dev serves health, exec, chat with <run> tags and cleanup on :8788", { timeout: 400_000 }, async () => {
+test("npm run dev serves health, exec, chat with <run> tags, the page and cleanup on :8788", { timeout: 400_000 }, async () => {
   const ai = await startFakeOpenAi();
   const child = spawn("npm", ["run", "dev", "--", "--var", `AI_BASE_URL:${ai.url}`, "--var", "AI_MODEL:local-model"], {
     cwd: ROOT,
@@ -44,6 +45,11 @@ test("npm run dev serves health, exec, chat with <run> tags and cleanup on :8788
     assert.equal(chat.status, 200, chat.text);
     assert.equal(chat.json.reply, "Here.\n\nOutput (echo chat-ran):\nchat-ran\n\nDone.");
     assert.equal(ai.requests.at(-1).body.model, "local-model");
+    // The page, from the assets the build wrote.
+    const page = await fetch(`${BASE}/rooms/dev-room`);
+    assert.equal(page.status, 200);
+    const script = (await page.text()).match(/\/assets\/duet\.[0-9a-f]{10}\.js/)?.[0];
+    assert.equal((await fetch(BASE + script)).headers.get("cache-control"), "public, max-age=31536000, immutable");
     const cleanup = await api("DELETE", "/api/rooms/dev-room");
     assert.deepEqual(cleanup.json, { cleaned: true, roomId: "dev-room" });
   } catch (e) {

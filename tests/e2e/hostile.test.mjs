@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { LIMITS } from "./support/limits.mjs";
-import { startStack, startWorker } from "./support/stack.mjs";
+import { pageAssets, startStack, startWorker } from "./support/stack.mjs";
 const ESC = "\u001b";
 /** Any C0/C1 control but newline and tab: what chat text must never carry. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
@@ -85,7 +85,8 @@ describe("hostile input", () => {
   });
 
   test("HEAD of the page's parts answers as GET, without the body", async () => {
-    for (const [route, type] of [["/", "text/html"], ["/rooms/r-1", "text/html"], ["/assets/duet.js", "text/javascript"], ["/assets/duet.css", "text/css"]]) {
+    const assets = pageAssets();
+    for (const [route, type] of [["/", "text/html"], ["/rooms/r-1", "text/html"], [assets["duet.js"], "text/javascript"], [assets["duet.css"], "text/css"]]) {
       const answer = await raw(worker.url, `HEAD ${route} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       const [head, body] = answer.split("\r\n\r\n");
       assert.match(head, /^HTTP\/1\.1 200 /, `${route}: ${head}`);

@@ -1,10 +1,15 @@
 // The web page in a real browser (Debian's Chromium, driven by
 // playwright-core): two people in one room; one sends a message and runs a
 // command that prints a line a second; the other sees the message, and each
-// line as it is printed, not all at the end. A page that reconnects misses
-// nothing after it; one that needs the token asks for it, and for a new one
-// when it is wrong; a deleted room says so; a page on another origin can
-// neither run a command nor watch; an owner's invite links bring a
+// line as it is printed, not all at the end. The terminal (xterm.js) shows
+// colours as styled cells and a progress bar as its last state; a late
+// joiner's terminal shows what an early watcher's does. A page that goes
+// offline says so, and back online shows what ran meanwhile once each; one
+// that reconnects resumes with `since` and misses nothing after it; against
+// a stand-in feed, the page keeps to the feed's protocol (resume, gap,
+// keep-alive, close codes). One that needs the token asks for it, and for
+// a new one when it is wrong; a deleted room says so; a page on another
+// origin can neither run a command nor watch; an owner's invite links bring a
 // watcher, who sees the room live and cannot type, and a writer, who can,
 // until the owner revokes them; and in a room that asks, a command of the
 // agent waits on every page until a writer approves it. The agent's answer
@@ -18,7 +23,7 @@ import { after, before, describe, test } from "node:test";
 
 import { chromium } from "playwright-core";
 
-import { freePort, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { freePort, pageAssets, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // As a sandboxed machine runs it: no GPU, no network but loopback, no setuid sandbox as root.
@@ -41,6 +46,8 @@ function recordSockets() {
 }
 const sockets = (page) => page.evaluate(() => window.sockets.map(({ events, opened, closes }) => ({ events, opened, closes })));
 const statusIs = (page, text) => page.waitForFunction((t) => document.getElementById("status").textContent === t, text);
+// The terminal's text, through the page's one hook (xterm.js draws only the rows in view).
+const terminal = (page) => page.evaluate(() => terminalText());
 
 describe("the web page", () => {
   let sandboxd, worker, browser;
@@ -90,12 +97,12 @@ describe("the web page", () => {
     await a.page.keyboard.press("Enter");
     const seen = {};
     for (const line of ["1", "2", "3"]) {
-      await b.page.waitForFunction((l) => document.getElementById("term").textContent.includes(`${l}\n`), line, { timeout: 10_000 });
+      await b.page.waitForFunction((l) => terminalText().split("\n").includes(l), line, { timeout: 10_000 });
       seen[line] = Date.now();
     }
-    await b.page.waitForFunction(() => document.getElementById("term").textContent.includes("[exit 0]"));
+    await b.page.waitForFunction(() => terminalText().includes("[exit 0]"));
     assert.ok(seen["3"] - seen["1"] >= 1500, `lines arrived ${seen["3"] - seen["1"]} ms apart: they stream`);
-    assert.match(await b.page.textContent("#term"), /\$ for i in 1 2 3; do echo \$i; sleep 1; done\n1\n2\n3\n\[exit 0\]/);
+    assert.equal(await terminal(b.page), "$ for i in 1 2 3; do echo $i; sleep 1; done\n1\n2\n3\n[exit 0]");
     assert.deepEqual([...a.errors, ...b.errors], []);
 
     // The picture in the README.
@@ -145,9 +152,9 @@ describe("the web page", () => {
         const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: `echo ${tag}-${i}` });
         assert.equal(res.status, 200, res.text);
       }
-      await page.waitForFunction((last) => document.getElementById("term").textContent.includes(`${last}\n[exit 0]`), `${tag}-${COMMANDS}`, { timeout: 10_000 });
+      await page.waitForFunction((last) => terminalText().includes(`${last}\n[exit 0]`), `${tag}-${COMMANDS}`, { timeout: 10_000 });
     };
-    const shown = (tag) => page.evaluate((t) => document.getElementById("term").textContent.split("\n").filter((l) => l.startsWith(`${t}-`)), tag);
+    const shown = async (tag) => (await terminal(page)).split("\n").filter((l) => l.startsWith(`${tag}-`));
     const all = (tag) => Array.from({ length: COMMANDS }, (_, i) => `${tag}-${i + 1}`);
     await run("before");
     assert.deepEqual(await shown("before"), all("before"));
@@ -156,6 +163,7 @@ describe("the web page", () => {
 
     await page.evaluate(() => window.sockets[0].socket.close());
     await page.waitForFunction(() => window.sockets.length === 2 && window.sockets[1].opened);
+    assert.match(await page.evaluate(() => window.sockets[1].socket.url), /\?since=\d+$/, "it resumes");
     await statusIs(page, "live");
     await run("after");
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -165,6 +173,163 @@ describe("the web page", () => {
     assert.deepEqual(second.closes, [], "not dropped as too slow (4008)");
     assert.deepEqual(more, [], "no further reconnect");
     assert.deepEqual(errors, []);
+  });
+
+  const exec = async (room, cmd) => {
+    const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+    assert.equal(res.status, 200, res.text);
+  };
+  const ended = (page, n) => page.waitForFunction((count) => terminalText().split("\n").filter((l) => /^\[exit \d+/.test(l)).length === count, n, { timeout: 10_000 });
+
+  test("the terminal shows colours as styled cells, a progress bar's last state, each command's lines", async () => {
+    const room = randomUUID();
+    const { page, errors } = await open(room, "ana");
+    await exec(room, String.raw`printf '\033[31mred\033[0m plain\n'`);
+    await exec(room, String.raw`printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'`);
+    await exec(room, "printf 'no newline'");
+    await exec(room, "echo warned >&2; (exit 3)");
+    await ended(page, 4);
+    assert.equal(
+      await terminal(page),
+      [
+        String.raw`$ printf '\033[31mred\033[0m plain\n'`, "red plain", "[exit 0]",
+        String.raw`$ printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'`, "progress 100%", "[exit 0]",
+        "$ printf 'no newline'", "no newline", "[exit 0]",
+        "$ echo warned >&2; (exit 3)", "warned", "[exit 3]",
+      ].join("\n"),
+    );
+    // xterm.js's DOM renderer: a cell's colour is a class of its span, the
+    // theme's red for ANSI red and for stderr.
+    const red = await page.$$eval(".xterm-rows span", (spans) => spans.filter((s) => ["red", "warned"].includes(s.textContent)).map((s) => [s.textContent, s.className, getComputedStyle(s).color]));
+    assert.deepEqual(red, [["red", "xterm-fg-1", "rgb(255, 123, 114)"], ["warned", "xterm-fg-1", "rgb(255, 123, 114)"]]);
+    const rows = await page.$$eval(".xterm-rows > div", (divs) => divs.map((d) => d.textContent.trimEnd()));
+    assert.deepEqual(rows.filter((r) => r.startsWith("progress")), ["progress 100%"], "only the bar's last state is drawn");
+    assert.deepEqual(errors, []);
+  });
+
+  // Needs the feed to replay a room's recent terminal events in its hello.
+  test("a late joiner's terminal shows what an early watcher's does", async () => {
+    const room = randomUUID();
+    const early = await open(room, "ana");
+    await exec(room, String.raw`printf '\033[32mfirst\033[0m\n'`);
+    await exec(room, "for i in 1 2 3; do printf \"$i\\r\"; done; echo done");
+    await ended(early.page, 2);
+    const late = await open(room, "bo");
+    await exec(room, "echo with both open");
+    for (const { page } of [early, late]) await ended(page, 3);
+    const [a, b] = [await terminal(early.page), await terminal(late.page)];
+    assert.match(a, /^\$ printf .*\nfirst\n\[exit 0\]\n\$ for i .*\ndone\n\[exit 0\]\n\$ echo with both open\nwith both open\n\[exit 0\]$/);
+    assert.equal(b, a);
+    assert.deepEqual([...early.errors, ...late.errors], []);
+  });
+
+  // Needs the feed to resume from `?since=`.
+  test("a page that goes offline says so, then shows the commands run meanwhile, once each and in order", async () => {
+    const room = randomUUID();
+    const { page, errors } = await open(room, "ana");
+    await exec(room, "echo before");
+    await ended(page, 1);
+    await page.context().setOffline(true);
+    await statusIs(page, "offline; reconnecting…");
+    for (const n of [1, 2, 3]) await exec(room, `echo meanwhile-${n}`);
+    await page.context().setOffline(false);
+    await statusIs(page, "live");
+    await exec(room, "echo after");
+    await ended(page, 5);
+    const lines = (await terminal(page)).split("\n").filter((l) => !l.startsWith("$") && !l.startsWith("["));
+    assert.deepEqual(lines, ["before", "meanwhile-1", "meanwhile-2", "meanwhile-3", "after"]);
+    const urls = await page.evaluate(() => window.sockets.map((s) => s.socket.url));
+    assert.equal(urls.length, 2, "one reconnect");
+    assert.match(urls[1], /\?since=\d+$/);
+    assert.deepEqual(errors, []);
+  });
+
+  test("the page keeps to the feed's protocol (a stand-in feed): resume, gap, keep-alive, close codes", async () => {
+    const context = await browser.newContext();
+    // The stand-in answers the page's feed: each socket and what the page sent on it.
+    const feeds = [];
+    await context.routeWebSocket(/\/live(\?|$)/, (ws) => {
+      const feed = { ws, url: ws.url(), sent: [] };
+      ws.onMessage((m) => feed.sent.push(m));
+      feeds.push(feed);
+    });
+    const page = await context.newPage();
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    const until = async (check, what) => {
+      for (let i = 0; !check(); i++) {
+        if (i > 200) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    };
+    const socket = async (n) => {
+      await until(() => feeds.length >= n, `socket ${n}`);
+      return feeds[n - 1];
+    };
+    const send = (feed, ...events) => events.forEach((e) => feed.ws.send(JSON.stringify(e)));
+    const hello = (seq, resumed, history = [], recent = []) => ({ type: "hello", seq, resumed, room: "r", history, recent, role: "owner", invites: false });
+    const command = (seq, id, cmd, out) => [
+      { type: "command", seq, id, cmd, source: "exec" },
+      { type: "output", seq: seq + 1, id, stream: "stdout", data: `${out}\n` },
+      { type: "command_end", seq: seq + 2, id, exitCode: 0, truncated: false, timedOut: false },
+    ];
+    const shows = (text) => page.waitForFunction((t) => terminalText() === t, text);
+    await page.goto(`${worker.url}/rooms/stand-in`);
+
+    // A first hello: the history and the room's recent events (a command,
+    // an answer being written), shown as live ones are.
+    const first = await socket(1);
+    assert.doesNotMatch(first.url, /since/);
+    const writing = { type: "delta", seq: 7, exchange: "x1", round: 1, text: "Let me" };
+    send(first, hello(7, false, [{ role: "user", userId: "ana", text: "hi", ts: 1764400000000 }], [...command(4, "c1", "echo one", "one"), writing]));
+    await statusIs(page, "live");
+    await shows("$ echo one\none\n[exit 0]");
+    assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
+    send(first, { type: "pong" }, { type: "heartbeat", seq: 7 });
+    await until(() => first.sent.includes('{"type":"ack","seq":7}'), "the ack");
+
+    // Too slow (4008): back with since; a resumed hello keeps what is shown.
+    first.ws.close({ code: 4008, reason: "too slow" });
+    const second = await socket(2);
+    assert.match(second.url, /\?since=7$/);
+    send(second, hello(7, true), ...command(8, "c2", "echo two", "two"));
+    await shows("$ echo one\none\n[exit 0]\n$ echo two\ntwo\n[exit 0]");
+    assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
+
+    // Resumed too late: a gap, and the hello after it is the whole truth.
+    send(second, { type: "gap", seq: 3, since: 10 }, hello(3, false, [], command(1, "c9", "echo nine", "nine")));
+    await shows("$ echo nine\nnine\n[exit 0]");
+    assert.equal(await page.textContent("#chat"), "");
+
+    // Gone quiet (4408): back with since again; then the room is deleted (4410): no more.
+    second.ws.close({ code: 4408, reason: "stopped answering" });
+    const third = await socket(3);
+    assert.match(third.url, /\?since=3$/);
+    send(third, hello(3, true), { type: "closed", seq: 3, reason: "deleted" });
+    third.ws.close({ code: 4410, reason: "deleted" });
+    await statusIs(page, "the room was deleted; reload the page to start it afresh");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(feeds.length, 3, "no reconnect to a deleted room");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test("the page pings its feed every 25 s while it is open", async () => {
+    const context = await browser.newContext();
+    const sent = [];
+    await context.routeWebSocket(/\/live(\?|$)/, (ws) => {
+      ws.onMessage((m) => sent.push(m));
+      ws.send(JSON.stringify({ type: "hello", seq: 0, resumed: false, room: "r", history: [], recent: [], role: "owner", invites: false }));
+    });
+    const page = await context.newPage();
+    await page.clock.install();
+    await page.goto(`${worker.url}/rooms/pinged`);
+    await statusIs(page, "live");
+    await page.clock.runFor(24_000);
+    assert.deepEqual(sent.filter((m) => m.includes("ping")), []);
+    await page.clock.runFor(26_000);
+    assert.deepEqual(sent.filter((m) => m.includes("ping")), ['{"type":"ping"}', '{"type":"ping"}']);
+    await context.close();
   });
 
   test("a deleted room says so on the page, which stops reconnecting", async () => {
@@ -180,7 +345,7 @@ describe("the web page", () => {
   });
 
   test("the page's responses keep their security headers and send no referrer", async () => {
-    for (const route of ["/", "/rooms/r-1", "/assets/duet.js", "/assets/duet.css"]) {
+    for (const route of ["/", "/rooms/r-1", ...Object.values(pageAssets())]) {
       const res = await fetch(worker.url + route);
       assert.equal(res.headers.get("referrer-policy"), "no-referrer", route);
       assert.equal(res.headers.get("x-content-type-options"), "nosniff", route);
@@ -300,7 +465,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     assert.match(await owner.page.textContent("#present"), /olga \(owner\)/);
     await owner.page.getByLabel("Shell command").fill("echo seen-by-the-watcher");
     await owner.page.keyboard.press("Enter");
-    await watcher.page.waitForFunction(() => document.getElementById("term").textContent.includes("seen-by-the-watcher\n[exit 0]"));
+    await watcher.page.waitForFunction(() => terminalText().includes("seen-by-the-watcher\n[exit 0]"));
 
     // A writer link brings someone who can.
     await owner.page.getByRole("button", { name: "Writer link" }).click();
@@ -309,7 +474,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await writer.page.waitForFunction(() => document.getElementById("role").textContent === "you: writer");
     await writer.page.getByLabel("Shell command").fill("echo from-the-writer");
     await writer.page.keyboard.press("Enter");
-    await owner.page.waitForFunction(() => document.getElementById("term").textContent.includes("from-the-writer\n[exit 0]"));
+    await owner.page.waitForFunction(() => terminalText().includes("from-the-writer\n[exit 0]"));
     assert.equal(await writer.page.locator("#invite").isVisible(), false, "only an owner invites");
 
     await owner.page.getByRole("button", { name: "Revoke all links" }).click();
@@ -356,12 +521,12 @@ describe("the web page with DUET_API_TOKEN", () => {
     assert.match(await watcher.page.textContent("#asks"), /asked by .+, expires at /);
     assert.equal(await watcher.page.locator("#asks button").count(), 0, "a watcher cannot decide");
     assert.equal(await writer.page.locator("#asks button").count(), 2);
-    assert.doesNotMatch(await writer.page.textContent("#term"), /approved-42/, "nothing ran yet");
+    assert.doesNotMatch(await terminal(writer.page), /approved-42/, "nothing ran yet");
 
     await writer.page.getByRole("button", { name: "Approve" }).click();
     await watcher.page.waitForFunction(() => document.getElementById("asks").textContent.includes("approved by bo"));
     for (const { page } of pages) {
-      await page.waitForFunction(() => document.getElementById("term").textContent.includes("approved-42\n[exit 0]"), null, { timeout: 10_000 });
+      await page.waitForFunction(() => terminalText().includes("approved-42\n[exit 0]"), null, { timeout: 10_000 });
       await page.waitForFunction(() => document.getElementById("chat").textContent.includes("saw: approved-42"), null, { timeout: 10_000 });
     }
     // The decided entry goes after a moment.
@@ -386,7 +551,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await entry(writer, "echo two").getByRole("button", { name: "Deny" }).click();
     await entry(watcher, "echo two").getByText("denied by bo").waitFor();
     await watcher.page.waitForFunction(() => document.getElementById("chat").textContent.includes("Done."), null, { timeout: 10_000 });
-    assert.match(await watcher.page.textContent("#term"), /\$ echo one\none\n\[exit 0\]\n$/, "the denied one did not run");
+    assert.match(await terminal(watcher.page), /\$ echo one\none\n\[exit 0\]$/, "the denied one did not run");
 
     await owner.page.selectOption("#mode", "off");
     await writer.page.waitForFunction(() => document.getElementById("mode").value === "off");

@@ -1,17 +1,28 @@
 // The page's script. The home page enters or creates a room. The room page
 // renders the room's live feed (GET /api/rooms/{id}/live, a WebSocket) and
-// sends messages and commands through the plain HTTP routes. In token mode
-// the token comes from an invite link (`#token=…`, taken off the address
-// bar at once) or is asked for when the worker refuses the page (once per
-// tab, again when it is wrong, or with the "API token" button); it is kept
-// for the tab and sent as a bearer header and, for the socket, as a
-// subprotocol. The feed's hello says the page's role: a watcher gets no
-// boxes to type in, an owner the buttons that make and revoke invite links.
+// sends messages and commands through the plain HTTP routes. The sandbox's
+// commands show in a read-only terminal (xterm.js, loaded by the room page
+// only), so colours, `\r` progress bars and cursor movement look as they
+// would in a terminal. The page remembers the last `seq` the feed sent and,
+// when its socket drops, says it is offline and reconnects by itself with
+// `?since=` that `seq`: the feed then sends what was missed, or says to
+// start afresh (a `hello` that is not `resumed`, with the history and the
+// room's recent events). In token mode the token comes from an invite
+// link (`#token=…`, taken off the address bar at once) or is asked for when
+// the worker refuses the page (once per tab, again when it is wrong, or with
+// the "API token" button); it is kept for the tab and sent as a bearer
+// header and, for the socket, as a subprotocol. The feed's hello says the
+// page's role: a watcher gets no boxes to type in, an owner the buttons
+// that make and revoke invite links.
 // The room's policy for the agent's commands is shown (an owner may change
 // its mode), and so are the commands waiting for approval, with buttons for
 // writers and owners to decide them. The agent's answer shows as it is
 // written (`delta` events, one bubble per exchange), until its message,
 // which is what counts, takes the place of every bubble.
+//
+// One global, for tests and the console: `terminalText()`, the terminal's
+// text, one line per line (however it wraps on screen), what is scrolled
+// out of view included.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -22,11 +33,75 @@ function home() {
   document.getElementById("new").addEventListener("click", () => { location.href = "/rooms/" + crypto.randomUUID(); });
 }
 
-function room() {
+// The room's terminal in `box`: read-only, fitted to its box (again when
+// the box changes size), keeping the last 5000 lines. `show` writes a
+// command's events (live, or the `recent` ones of a hello) as a terminal
+// would show them: the command as `$ cmd`, its output as printed
+// (stderr in red), how it ended; `clear` empties it.
+async function terminal(box) {
+  const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
+  const css = getComputedStyle(document.documentElement), colour = (name) => css.getPropertyValue(name).trim();
+  const term = new Terminal({
+    disableStdin: true,
+    convertEol: true,
+    scrollback: 5000,
+    // Screen readers get the text: the rows drawn are hidden from them.
+    screenReaderMode: true,
+    fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
+    fontSize: 13,
+    theme: { background: colour("--term-bg"), foreground: colour("--term-fg"), green: "#7ee787", red: "#ff7b72", brightBlack: "#8b949e" },
+  });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  fit.fit();
+  new ResizeObserver(() => fit.fit()).observe(box);
+  // Whether the last output left its line unfinished: the next line of
+  // ours starts on a line of its own.
+  let open = false;
+  const line = (text, colour) => {
+    term.write(`${open ? "\n" : ""}\x1b[0;${colour}m${text}\x1b[0m\n`);
+    open = false;
+  };
+  window.terminalText = () => {
+    const buffer = term.buffer.active, rows = [];
+    for (let i = 0; i < buffer.length; i++) {
+      const row = buffer.getLine(i), wraps = buffer.getLine(i + 1)?.isWrapped;
+      rows.push((row.isWrapped ? rows.pop() ?? "" : "") + row.translateToString(!wraps));
+    }
+    return rows.join("\n").trimEnd();
+  };
+  return {
+    show(e) {
+      if (e.type === "command") line(`$ ${printable(e.cmd)}`, 32);
+      else if (e.type === "command_end") line(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]`, 90);
+      else if (e.data) {
+        term.write(e.stream === "stderr" ? `\x1b[31m${e.data}\x1b[39m` : e.data);
+        open = !e.data.endsWith("\n");
+      }
+    },
+    // In the order of writes (a reset, ESC c): output written before it
+    // may not have been drawn yet.
+    clear() {
+      term.write("\x1bc");
+      open = false;
+    },
+  };
+}
+
+// A command as typed, its control characters shown, not obeyed: a command
+// line cannot clear or recolour everyone's terminal (its output may).
+function printable(cmd) {
+  return cmd.replace(/[\0-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => (c < " " ? String.fromCharCode(0x2400 + c.charCodeAt(0)) : "\ufffd"));
+}
+
+async function room() {
   const room = decodeURIComponent(location.pathname.split("/").pop());
   const feedPath = `/api/rooms/${encodeURIComponent(room)}/live`;
   const $ = (id) => document.getElementById(id);
-  const chat = $("chat"), term = $("term"), status = $("status"), tokenButton = $("token");
+  const chat = $("chat"), status = $("status"), tokenButton = $("token");
+  $("room-id").textContent = room;
+  const term = await terminal($("term"));
   // An invite link's token rides in the fragment, which no server sees;
   // it is kept for the tab and taken off the address bar.
   const invited = new URLSearchParams(location.hash.slice(1)).get("token");
@@ -35,9 +110,10 @@ function room() {
     history.replaceState(null, "", location.pathname + location.search);
   }
   let token = sessionStorage.getItem("duet-token") || "";
-  // The socket of the moment and how far it has shown and acknowledged its
-  // events: every socket numbers its own from 1, so these start afresh with it.
-  let feed = null, retry = 500;
+  // The socket of the moment, with the last `seq` it received and the last
+  // it acknowledged; the last `seq` any socket received, which a new one
+  // resumes from; the next reconnect's delay, and its timer.
+  let feed = null, since = null, retry = 500, retrying = null;
   // What the feed's hello said this page may do.
   let role = "watcher";
   // The policy shown, and how many `policy` events came: one that comes
@@ -48,7 +124,6 @@ function room() {
   const asks = new Map(), settled = new Set();
   // The agent's answers being written, by exchange.
   const writing = new Map();
-  $("room-id").textContent = room;
   $("name").value = localStorage.getItem("duet-name") || "";
   tokenButton.hidden = !token;
 
@@ -77,6 +152,12 @@ function room() {
     for (const div of writing.values()) div.remove();
     writing.clear();
   }
+  // What the page shows of the room, before the feed shows it afresh.
+  function forget() {
+    doneWriting();
+    chat.textContent = "";
+    term.clear();
+  }
   function message(m) {
     if (m.role === "agent") doneWriting();
     scrolled(chat, () => {
@@ -104,8 +185,16 @@ function room() {
     $("invite").hidden = !e.invites;
     if (e.name) $("name").value = e.name;
     $("name").readOnly = Boolean(e.name);
-    chat.textContent = "";
-    e.history.forEach(message);
+    // Resumed, the feed sends what was missed next; otherwise this is the
+    // whole truth: the history, and the room as the others see it (`recent`,
+    // logged events shown as live ones: the terminal's recent past, an
+    // answer still being written).
+    if (!e.resumed) {
+      forget();
+      e.history.forEach(message);
+      e.recent?.forEach(onEvent);
+    }
+    say("live");
     // What changed while the page was away is asked for afresh.
     const seen = policies;
     call("policy", undefined, "GET").then((p) => seen === policies && showPolicy(p));
@@ -166,12 +255,11 @@ function room() {
   function onEvent(e) {
     switch (e.type) {
       case "hello": hello(e); sendName(); break;
+      case "gap": forget(); break;
       case "presence": presence(e.watchers); break;
       case "message": message(e.message); break;
       case "delta": delta(e); break;
-      case "command": scrolled(term, () => term.append(el(`$ ${e.cmd}\n`, "cmd"))); break;
-      case "output": scrolled(term, () => term.append(el(e.data, e.stream === "stderr" ? "err" : ""))); break;
-      case "command_end": scrolled(term, () => term.append(el(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]\n`, "end"))); break;
+      case "command": case "output": case "command_end": term.show(e); break;
       case "policy": policies++; showPolicy(e.policy); break;
       case "approval": ask(e.approval); break;
       case "decided": decided(e); break;
@@ -190,29 +278,53 @@ function room() {
     const b64 = btoa(unescape(encodeURIComponent(token))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
     return token ? ["duet.v1", `duet.auth.${b64}`] : ["duet.v1"];
   }
+  // Opens the feed, resuming from `since` when there is one; a socket it
+  // replaces is closed, and what it still says is not this page's.
   function connect() {
+    clearTimeout(retrying);
+    retrying = null;
+    feed?.ws.close();
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const ws = new WebSocket(`${scheme}//${location.host}${feedPath}`, authProtocols());
-    const mine = (feed = { ws, seen: 0, acked: 0, opened: false, closed: false });
-    ws.onopen = () => { mine.opened = true; say("live"); retry = 500; };
+    const query = since === null ? "" : `?since=${since}`;
+    const ws = new WebSocket(`${scheme}//${location.host}${feedPath}${query}`, authProtocols());
+    const mine = (feed = { ws, seen: 0, acked: 0, opened: false, closed: false, pings: 0 });
+    ws.onopen = () => {
+      mine.opened = true;
+      retry = 500;
+      // The runtime answers without waking the room; a watcher that stays
+      // silent is taken for gone (4408).
+      mine.pings = setInterval(() => ws.send('{"type":"ping"}'), 25_000);
+    };
     ws.onmessage = (msg) => {
-      if (feed !== mine) return; // replaced: its last words are not this page's
+      if (feed !== mine) return;
       const e = JSON.parse(msg.data);
+      if (e.type === "pong") return;
       onEvent(e);
       mine.closed ||= e.type === "closed";
-      mine.seen = e.seq ?? mine.seen;
+      since = mine.seen = e.seq ?? mine.seen;
       if (mine.seen - mine.acked >= 16) ack(mine);
     };
-    ws.onclose = () => {
-      if (feed !== mine || mine.closed) return; // replaced, or the room is gone
+    ws.onclose = (e) => {
+      clearInterval(mine.pings);
+      // Replaced; or the room is gone, or the token (4410, 4401, after a
+      // `closed`): coming back would not help.
+      if (feed !== mine || mine.closed || e.code === 4410 || e.code === 4401) return;
       if (mine.opened) reconnect();
       else refused();
     };
   }
+  // Tries again after a while; offline, as soon as the browser is back
+  // online (`retrying` is then "online" rather than a timer).
   function reconnect() {
-    say("disconnected; reconnecting…", true);
-    setTimeout(connect, (retry = Math.min(retry * 2, 10000)));
+    say("offline; reconnecting…", true);
+    retrying = navigator.onLine ? setTimeout(connect, (retry = Math.min(retry * 2, 10000))) : "online";
   }
+  addEventListener("offline", () => feed?.ws.close());
+  addEventListener("online", () => {
+    if (retrying === null) return;
+    retry = 500;
+    connect();
+  });
   // A browser reports a refused upgrade only as code 1006. The feed's URL
   // asked over plain HTTP passes the same checks: a 401 means the token is
   // missing or wrong; anything else (426, not a WebSocket: the checks
@@ -241,12 +353,7 @@ function room() {
     return true;
   }
   // Replaces the token: the socket starts again with the new one.
-  tokenButton.addEventListener("click", () => {
-    if (!askToken("API token:")) return;
-    const old = feed;
-    connect();
-    old?.ws.close();
-  });
+  tokenButton.addEventListener("click", () => askToken("API token:") && connect());
   // A call of the room's API; its error is shown, unless its status is `expected`.
   async function call(path, body, method = "POST", expected) {
     const headers = body ? { "content-type": "application/json" } : {};
@@ -299,9 +406,7 @@ function room() {
     if (!json.invite) return;
     token = json.invite.token;
     sessionStorage.setItem("duet-token", token);
-    const old = feed;
     connect();
-    old?.ws.close();
   });
   connect();
 }

@@ -34,16 +34,29 @@ export async function freePort() {
   return port;
 }
 
-/** The Worker's modules as worker-build writes them into `dir`. */
+/**
+ * The Worker's modules as worker-build writes them into `dir`; the page's
+ * assets beside them (`page/`, scripts/page.mjs) are not modules.
+ */
 function builtModules(dir) {
   const modules = [{ type: "ESModule", path: path.join(dir, "index.js") }];
   for (const file of fs.readdirSync(dir, { recursive: true }).sort()) {
     const full = path.join(dir, file);
-    if (full === modules[0].path || !fs.statSync(full).isFile()) continue;
+    if (full === modules[0].path || file.split(path.sep)[0] === "page" || !fs.statSync(full).isFile()) continue;
     if (/\.(m?js)$/.test(file)) modules.push({ type: "ESModule", path: full });
     else if (file.endsWith(".wasm")) modules.push({ type: "CompiledWasm", path: full });
   }
   return modules;
+}
+
+/**
+ * The paths of the page's assets as scripts/page.mjs wrote them
+ * (`/assets/duet.0123456789.js`), by the names the page's files use
+ * (`duet.js`).
+ */
+export function pageAssets(buildDir = path.join(ROOT, "build")) {
+  const files = fs.readdirSync(path.join(buildDir, "page/assets"));
+  return Object.fromEntries(files.map((f) => [f.replace(/\.[0-9a-f]{10}(\.\w+)$/, "$1"), `/assets/${f}`]));
 }
 
 /**

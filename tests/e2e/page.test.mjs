@@ -287,6 +287,11 @@ describe("the web page", () => {
     assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
     send(first, { type: "pong" }, { type: "heartbeat", seq: 7 });
     await until(() => first.sent.includes('{"type":"ack","seq":7}'), "the ack");
+    // A heartbeat is answered even when nothing new was shown since.
+    const acks = () => first.sent.filter((m) => m === '{"type":"ack","seq":7}').length;
+    const acked = acks();
+    send(first, { type: "heartbeat", seq: 7 });
+    await until(() => acks() > acked, "the heartbeat's answer");
 
     // Too slow (4008): back with since; a resumed hello keeps what is shown.
     first.ws.close({ code: 4008, reason: "too slow" });

@@ -302,7 +302,8 @@ async function room() {
       onEvent(e);
       mine.closed ||= e.type === "closed";
       since = mine.seen = e.seq ?? mine.seen;
-      if (mine.seen - mine.acked >= 16) ack(mine);
+      // A heartbeat asks for an answer even when nothing new was shown.
+      if (mine.seen - mine.acked >= 16 || e.type === "heartbeat") ack(mine);
     };
     ws.onclose = (e) => {
       clearInterval(mine.pings);

@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use crate::harness::{live_session_members, pid_is_gone, timed, Server};
-
-const SLACK: Duration = Duration::from_millis(1500);
+use crate::harness::{live_session_members, pid_is_gone, timed, Server, SLACK};
 
 #[test]
 fn timeout_kills_grandchildren_that_ignore_sigterm() {

@@ -15,9 +15,7 @@ use duet_wire::ExecResult;
 use serde_json::Value;
 
 use crate::archive::{archive_path, dir, file, get, get_ok, gzip, link, put, snapshot, tar_of};
-use crate::harness::{timed, Server};
-
-const SLACK: Duration = Duration::from_millis(1500);
+use crate::harness::{timed, Server, SLACK};
 
 /// PUTs `body` with `query`; returns status and JSON answer.
 fn put_with(server: &Server, name: &str, query: &str, body: &[u8]) -> (u16, Value) {

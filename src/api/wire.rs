@@ -3,11 +3,11 @@
 //! command's request and result are sandboxd's, passed on as they are, so
 //! they are the `duet_wire` crate's.
 
-use duet_wire::ExecResult;
-use serde::{Deserialize, Serialize};
+use duet_wire::{ExecEnd, ExecResult};
+use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -15,10 +15,10 @@ pub enum Role {
 }
 
 /// One stored chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Message {
     pub role: Role,
-    #[serde(rename = "userId", skip_serializing_if = "Option::is_none", default)]
+    #[serde(rename = "userId", skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
     pub text: String,
     pub ts: i64,
@@ -130,17 +130,40 @@ pub struct AuditEntry {
     pub timed_out: bool,
 }
 
-/// `GET .../messages`: borrowed when written, owned when read.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct HistoryResponse<M> {
-    pub messages: M,
+/// `GET .../messages`.
+#[derive(Debug, Serialize)]
+pub struct HistoryResponse<'a> {
+    pub messages: &'a [Message],
+}
+
+/// The messages of a [`HistoryResponse`]'s JSON, read through a `Value`
+/// (see [`exec_result`]); one that is not a message is left out.
+pub fn messages_of(value: &Value) -> Vec<Message> {
+    let messages = value["messages"].as_array().map(Vec::as_slice);
+    messages
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|message| {
+            let role = match message["role"].as_str()? {
+                "user" => Role::User,
+                "agent" => Role::Agent,
+                _ => return None,
+            };
+            Some(Message {
+                role,
+                user_id: message["userId"].as_str().map(str::to_owned),
+                text: message["text"].as_str()?.to_owned(),
+                ts: message["ts"].as_i64()?,
+            })
+        })
+        .collect()
 }
 
 /// The exec answer: `{"result": ..., "sandboxName": ...}`. The result is
 /// sandboxd's [`ExecResult`](duet_wire::ExecResult) (that of
 /// `docs/openapi.yaml` too): the Sandbox object passes it through unparsed,
 /// as it may carry megabytes of output, and the agent reads it whole.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecResponse<R> {
     pub result: R,
@@ -164,6 +187,16 @@ pub fn exec_result(value: &Value) -> ExecResult {
         timestamp: text("timestamp"),
         truncated: flag("truncated"),
         timed_out: flag("timedOut"),
+    }
+}
+
+/// How a command ended, from the JSON of its [`ExecResult`], read as
+/// [`exec_result`] reads it.
+pub fn exec_end(value: &Value) -> ExecEnd {
+    ExecEnd {
+        exit_code: value["exitCode"].as_i64().unwrap_or_default() as i32,
+        truncated: value["truncated"].as_bool().unwrap_or_default(),
+        timed_out: value["timedOut"].as_bool().unwrap_or_default(),
     }
 }
 
@@ -203,6 +236,36 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&[user, agent]).unwrap(),
             r#"[{"role":"user","userId":"ana","text":"hi","ts":1764400000000},{"role":"agent","text":"hello","ts":1764400000950}]"#
+        );
+    }
+
+    #[test]
+    fn a_history_reads_back_as_written() {
+        let messages = [
+            Message {
+                role: Role::User,
+                user_id: Some("ana".into()),
+                text: "hi".into(),
+                ts: 1,
+            },
+            Message {
+                role: Role::Agent,
+                user_id: None,
+                text: "hello".into(),
+                ts: 2,
+            },
+        ];
+        let written = serde_json::to_value(HistoryResponse {
+            messages: &messages,
+        })
+        .unwrap();
+        assert_eq!(messages_of(&written), messages);
+        let odd = serde_json::json!({"messages": [{"role": "bot", "text": "x", "ts": 1}, 3]});
+        assert!(messages_of(&odd).is_empty());
+        let ended = exec_end(&serde_json::json!({"exitCode": 3, "timedOut": true}));
+        assert_eq!(
+            (ended.exit_code, ended.truncated, ended.timed_out),
+            (3, false, true)
         );
     }
 

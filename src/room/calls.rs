@@ -13,7 +13,7 @@ use worker::{Env, Method, Stub};
 
 use crate::api::live::Event;
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{exec_result, sandbox_name, AuditEntry, HistoryResponse, Message};
+use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, Message};
 use crate::api::ApiError;
 use crate::runtime::{bindings, internal};
 
@@ -188,8 +188,8 @@ impl AgentObject {
         let mut answer = send(&self.stub, &self.room, Call::History, None)
             .await
             .map_err(ApiError::Internal)?;
-        let history: HistoryResponse<Vec<Message>> = answer.json().await?;
-        Ok(history.messages)
+        let history: serde_json::Value = answer.json().await?;
+        Ok(messages_of(&history))
     }
 
     /// Tells the DuetAgent whether the room has watchers, so it publishes

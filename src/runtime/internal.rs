@@ -24,13 +24,11 @@ pub async fn send(
 
 /// The `error` of a JSON error body, or the status when there is none.
 pub async fn error_of(mut response: Response) -> String {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        error: String,
-    }
     let status = response.status_code();
-    match response.json::<Body>().await {
-        Ok(body) => body.error,
-        Err(_) => format!("status {status}"),
+    // Read through a `Value`, whose reader the upload has anyway.
+    let body = response.json::<serde_json::Value>().await.ok();
+    match body.as_ref().and_then(|body| body["error"].as_str()) {
+        Some(error) => error.to_owned(),
+        None => format!("status {status}"),
     }
 }

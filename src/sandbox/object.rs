@@ -37,7 +37,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use duet_wire::{ExecEnd, ExecRequest};
+use duet_wire::ExecRequest;
 use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
@@ -54,7 +54,9 @@ use crate::api::limits::{AUDIT_CMD_CHARS, RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES}
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
 use crate::api::token::Claims;
-use crate::api::wire::{exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse};
+use crate::api::wire::{
+    exec_end, exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse,
+};
 use crate::api::{validate, ApiError};
 use crate::room::access::{self, Generation};
 use crate::room::calls::AgentObject;
@@ -260,17 +262,12 @@ impl Sandbox {
                     .await;
                 // Read once, for the feed and the audit: without the output
                 // when it went out as it came.
-                let whole = match (&result, watched) {
-                    (Ok(raw), false) => serde_json::from_str(raw.get())
-                        .ok()
-                        .map(|v| exec_result(&v)),
-                    _ => None,
+                let read: Option<serde_json::Value> = match &result {
+                    Ok(raw) => serde_json::from_str(raw.get()).ok(),
+                    Err(_) => None,
                 };
-                let ended: Option<ExecEnd> = match (&result, &whole) {
-                    (_, Some(whole)) => Some(whole.into()),
-                    (Ok(raw), None) => serde_json::from_str(raw.get()).ok(),
-                    (Err(_), None) => None,
-                };
+                let whole = read.as_ref().filter(|_| !watched).map(exec_result);
+                let ended = read.as_ref().map(exec_end);
                 let outcome = result.as_ref().map(|_| ended.unwrap_or_default());
                 self.feed
                     .command_ended(&self.state, &feed_id, outcome, whole.as_ref())?;

@@ -37,8 +37,7 @@ pub struct ExecResult {
 /// How a command ended, read from its [`ExecResult`] without its output: the
 /// worker reads this of every command for the room's feed and audit, and
 /// passes the output on as sandboxd wrote it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExecEnd {
     pub exit_code: i32,
     pub truncated: bool,

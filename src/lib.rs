@@ -9,7 +9,8 @@
 //! front                      the Worker: token, origin, routing, hand-off
 //! agent   sandbox            the two Durable Objects of a room
 //! room    chat   ai   web    the room layer both objects share; what the
-//!                            model is told and how it is asked; the page
+//! mcp                        model is told and how it is asked; the page;
+//!                            the room as an MCP server, as plain data
 //! api     runtime   text     the public contract as data; runtime glue
 //! ```
 //!
@@ -19,6 +20,7 @@
 //!   `agent` reaches the Sandbox object only through `room`;
 //! - [`chat`]: what the model is told, and its `<run>` tags;
 //! - [`ai`]: the model backends;
+//! - [`mcp`]: the Model Context Protocol a room speaks to other agents;
 //! - [`runtime`]: glue to the Workers runtime;
 //! - beneath them all, the `duet_wire` crate: the wire to sandboxd, which
 //!   sandboxd builds too (a command's request and result among it).
@@ -37,6 +39,7 @@ pub mod ai;
 pub mod api;
 pub mod chat;
 pub mod front;
+pub mod mcp;
 pub mod room;
 pub mod runtime;
 pub mod sandbox;

@@ -104,3 +104,9 @@ pub const APPROVAL_TIMEOUT_SECONDS: u64 = 600;
 pub const AUDIT_ENTRIES: usize = 200;
 /// Characters of a command the audit keeps.
 pub const AUDIT_CMD_CHARS: usize = 500;
+/// How long an MCP client's `run_command` waits, in `ask` mode, for a
+/// writer's decision before it answers that it expired: with the longest
+/// command after it (`EXEC_MAX_TIMEOUT_MS` + `SANDBOXD_MARGIN_MS`), the call
+/// answers within 57 s, under the 60 s the official SDKs' clients wait for
+/// an answer by default.
+pub const MCP_APPROVAL_WAIT_MS: u64 = 30_000;

@@ -20,13 +20,18 @@ use crate::text::without_controls;
 /// control sequences are removed (see [`without_controls`]) and the rest
 /// trimmed; `text` must not be blank.
 pub fn message_request(body: &[u8]) -> Result<MessageRequest, ApiError> {
-    let object = json_object(body)?;
+    message_fields(&json_object(body)?)
+}
+
+/// The fields of a message (see [`message_request`]), from an object read
+/// already (an MCP client's `send_message` arguments).
+pub fn message_fields(object: &Map<String, Value>) -> Result<MessageRequest, ApiError> {
     let mut errors = FieldErrors::new();
-    let text = required_string(&object, "text", &mut errors).map(chat_text);
+    let text = required_string(object, "text", &mut errors).map(chat_text);
     let text = text
         .as_deref()
         .and_then(|text| check_text("text", text, MAX_TEXT_CHARS, &mut errors));
-    let user_id = optional_name(&object, "userId", &mut errors);
+    let user_id = optional_name(object, "userId", &mut errors);
     match text {
         Some(text) if errors.is_empty() => Ok(MessageRequest {
             text: text.to_owned(),
@@ -226,6 +231,31 @@ pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
         }),
         _ => Err(ApiError::Invalid(errors)),
     }
+}
+
+/// The command and time limit of `run_command`'s arguments, `{command,
+/// timeoutMs?}`, whether the room's model or an MCP client called it; or
+/// why they are not that (said to the caller, who can correct it).
+pub fn run_command(arguments: &Value) -> Result<(String, Option<u64>), String> {
+    let Some(cmd) = arguments["command"]
+        .as_str()
+        .filter(|c| !c.trim().is_empty())
+    else {
+        return Err("run_command needs `command`, a non-empty string".into());
+    };
+    command(cmd).map_err(|why| format!("`command` {why}"))?;
+    let timeout_ms = match &arguments["timeoutMs"] {
+        Value::Null => None,
+        value => Some(
+            value
+                .as_u64()
+                .filter(|ms| (1..=EXEC_MAX_TIMEOUT_MS).contains(ms))
+                .ok_or_else(|| {
+                    format!("`timeoutMs` must be a whole number from 1 to {EXEC_MAX_TIMEOUT_MS}")
+                })?,
+        ),
+    };
+    Ok((cmd.trim().to_owned(), timeout_ms))
 }
 
 /// Checks a shell command, whether a user sent it or the model asked for it.

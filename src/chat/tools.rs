@@ -17,7 +17,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::limits::{EXEC_MAX_TIMEOUT_MS, MAX_RUNS_PER_ANSWER};
+use crate::api::limits::MAX_RUNS_PER_ANSWER;
+use crate::api::validate;
 
 /// The one tool's name.
 pub const RUN_COMMAND: &str = "run_command";
@@ -97,27 +98,8 @@ pub fn command_of(call: &ToolCall) -> Result<Command, String> {
     }
     let arguments: Value = serde_json::from_str(&call.function.arguments)
         .map_err(|_| format!("the arguments of {RUN_COMMAND} are not a JSON object"))?;
-    let Some(cmd) = arguments["command"]
-        .as_str()
-        .filter(|c| !c.trim().is_empty())
-    else {
-        return Err(format!("{RUN_COMMAND} needs `command`, a non-empty string"));
-    };
-    let timeout_ms = match &arguments["timeoutMs"] {
-        Value::Null => None,
-        value => Some(
-            value
-                .as_u64()
-                .filter(|ms| (1..=EXEC_MAX_TIMEOUT_MS).contains(ms))
-                .ok_or_else(|| {
-                    format!("`timeoutMs` must be a whole number from 1 to {EXEC_MAX_TIMEOUT_MS}")
-                })?,
-        ),
-    };
-    Ok(Command {
-        cmd: cmd.trim().to_owned(),
-        timeout_ms,
-    })
+    let (cmd, timeout_ms) = validate::run_command(&arguments)?;
+    Ok(Command { cmd, timeout_ms })
 }
 
 /// The commands of an answer's calls, in order, at most
@@ -132,6 +114,7 @@ pub fn commands(calls: &[ToolCall]) -> (Vec<Command>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::limits::EXEC_MAX_TIMEOUT_MS;
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall::new("call_1".into(), name.into(), arguments.into())

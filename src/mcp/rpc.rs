@@ -1,0 +1,40 @@
+//! JSON-RPC 2.0 as MCP uses it: the error codes, and the responses a room
+//! writes. Built as `Value`s: the upload has their writer anyway.
+
+use serde_json::{json, Value};
+
+use super::version::{self, MODERN};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+/// 2026-07-28: a header missing, or not what the body says.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: a revision the server does not speak.
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// A response's `id`: the request's, or null when there was none to read.
+pub fn error(id: Option<&Value>, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "error": {"code": code, "message": message}})
+}
+
+/// The -32022 of a 2026-07-28 request naming a revision not served.
+pub fn unsupported(id: Option<&Value>, requested: &str) -> Value {
+    let mut error = error(
+        id,
+        UNSUPPORTED_VERSION,
+        &format!("unsupported protocol version {requested}"),
+    );
+    error["error"]["data"] = json!({"supported": version::SUPPORTED, "requested": requested});
+    error
+}
+
+/// The result of request `id` in `version`: 2026-07-28 results say they
+/// are complete (`resultType`), as that revision requires of every result.
+pub fn result(id: &Value, version: &str, mut result: Value) -> Value {
+    if version == MODERN {
+        result["resultType"] = "complete".into();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}

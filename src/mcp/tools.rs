@@ -1,0 +1,169 @@
+//! The tools a room offers an MCP client, written as the JSON `tools/list`
+//! answers (a derived writer per type would cost the upload more than the
+//! text), the role each needs, and what a call gives back.
+//!
+//! A watcher's token lists only the read-only tools and is refused the
+//! others (a tool error, which a model reads, rather than a protocol one).
+//! There are no file tools: a file read or written through the shell is
+//! judged by the room's rules as the command it is.
+
+use serde_json::{json, Value};
+
+use crate::api::access::RoomRole;
+
+/// The tools, in the order listed. Their limits are checked against
+/// `api::limits` by a test.
+pub const DEFINITIONS: &str = r#"[
+{"name":"run_command","title":"Run a command in the room's shell","description":"Run a shell command in the room's shared Linux sandbox (bash; files, the working directory and variables persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output live. The room's policy applies as to its own agent: a deny rule refuses it, and in ask mode it waits (at most 30 s) for a writer in the room to approve it. Each output is cut at 1 MiB.","inputSchema":{"type":"object","properties":{"command":{"type":"string","description":"The command, exactly as it would be typed in bash (at most 8000 characters)."},"timeoutMs":{"type":"integer","minimum":1,"maximum":25000,"description":"How long the command may run, in milliseconds (default 20000, at most 25000); it is stopped then, with exit code 124."}},"required":["command"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"exitCode":{"type":"integer"},"stdout":{"type":"string"},"stderr":{"type":"string"},"truncated":{"type":"boolean","description":"An output was cut at 1 MiB."},"timedOut":{"type":"boolean","description":"The command was stopped at its time limit."}},"required":["exitCode","stdout","stderr","truncated","timedOut"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}},
+{"name":"read_history","title":"Read the room's chat","description":"Read the room's stored chat history, oldest first (the last 20 messages): what the people in the room and the room's own agent said.","inputSchema":{"type":"object","additionalProperties":false},"outputSchema":{"type":"object","properties":{"messages":{"type":"array","items":{"type":"object","properties":{"role":{"type":"string","enum":["user","agent"]},"userId":{"type":"string"},"text":{"type":"string"},"ts":{"type":"integer","description":"Milliseconds since the Unix epoch."}},"required":["role","text","ts"]}}},"required":["messages"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
+{"name":"send_message","title":"Send a message to the room","description":"Send a message to the room's chat, where everyone in the room sees it. With ask true (the default) it also asks the room's own agent, which may run commands in the room's shell; the call then answers the agent's reply, and the message and reply are stored in the room's history. With ask false it only shows the message to those watching the room live; it is not stored, as the history holds exchanges with the room's agent.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"The message (at most 8000 characters)."},"ask":{"type":"boolean","default":true,"description":"Whether the room's agent answers it."}},"required":["text"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true}}
+]"#;
+
+/// A tool of the room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    RunCommand,
+    ReadHistory,
+    SendMessage,
+}
+
+impl Tool {
+    pub const ALL: [Self; 3] = [Self::RunCommand, Self::ReadHistory, Self::SendMessage];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::RunCommand => "run_command",
+            Self::ReadHistory => "read_history",
+            Self::SendMessage => "send_message",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|tool| tool.name() == name)
+    }
+
+    /// The role a call needs: what the routes doing the same need
+    /// (`api::access`).
+    pub fn needed(self) -> RoomRole {
+        match self {
+            Self::ReadHistory => RoomRole::Watcher,
+            Self::RunCommand | Self::SendMessage => RoomRole::Writer,
+        }
+    }
+}
+
+/// The tools `role` may call, as `tools/list` answers them.
+pub fn listed(role: RoomRole) -> Vec<Value> {
+    let all: Value = serde_json::from_str(DEFINITIONS).expect("the tools are JSON");
+    let all = all.as_array().cloned().unwrap_or_default();
+    all.into_iter()
+        .filter(|tool| {
+            let name = tool["name"].as_str().unwrap_or_default();
+            Tool::named(name).is_some_and(|tool| tool.needed() <= role)
+        })
+        .collect()
+}
+
+/// What a tool call gives back: its result, or a tool error the caller's
+/// model reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Structured content, also given as its JSON text for clients that
+    /// read only text.
+    Done(Value),
+    Failed(String),
+}
+
+impl Output {
+    /// The `CallToolResult`.
+    pub fn to_result(&self) -> Value {
+        match self {
+            Self::Done(value) => json!({
+                "content": [{"type": "text", "text": value.to_string()}],
+                "structuredContent": value,
+                "isError": false,
+            }),
+            Self::Failed(why) => json!({
+                "content": [{"type": "text", "text": why}],
+                "isError": true,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::limits::{
+        EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, HISTORY_LIMIT, MAX_CMD_CHARS, MAX_TEXT_CHARS,
+        MCP_APPROVAL_WAIT_MS,
+    };
+
+    fn tool(name: &str) -> Value {
+        listed(RoomRole::Owner)
+            .into_iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+    }
+
+    #[test]
+    fn every_tool_is_defined_once_in_order_and_read_only_means_watcher() {
+        let names: Vec<Value> = listed(RoomRole::Owner)
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect();
+        assert_eq!(names, ["run_command", "read_history", "send_message"]);
+        for t in Tool::ALL {
+            let definition = tool(t.name());
+            let read_only = definition["annotations"]["readOnlyHint"] == true;
+            assert_eq!(read_only, t.needed() == RoomRole::Watcher, "{t:?}");
+            assert_eq!(definition["inputSchema"]["type"], "object");
+            assert!(definition["description"].as_str().unwrap().len() > 40);
+        }
+    }
+
+    #[test]
+    fn a_watcher_lists_only_read_only_tools() {
+        let names: Vec<Value> = listed(RoomRole::Watcher)
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect();
+        assert_eq!(names, ["read_history"]);
+        assert_eq!(listed(RoomRole::Writer).len(), 3);
+    }
+
+    #[test]
+    fn the_definitions_state_the_limits_kept() {
+        let run = tool("run_command");
+        let timeout = &run["inputSchema"]["properties"]["timeoutMs"];
+        assert_eq!(timeout["maximum"], EXEC_MAX_TIMEOUT_MS);
+        let said = timeout["description"].as_str().unwrap();
+        assert!(said.contains(&format!("default {EXEC_DEFAULT_TIMEOUT_MS}")));
+        let wait = format!("at most {} s", MCP_APPROVAL_WAIT_MS / 1000);
+        assert!(run["description"].as_str().unwrap().contains(&wait));
+        let command = run["inputSchema"]["properties"]["command"]["description"].clone();
+        assert!(command
+            .as_str()
+            .unwrap()
+            .contains(&MAX_CMD_CHARS.to_string()));
+        let history = tool("read_history")["description"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(history.contains(&format!("last {HISTORY_LIMIT} messages")));
+        let text = tool("send_message")["inputSchema"]["properties"]["text"]["description"].clone();
+        assert!(text.as_str().unwrap().contains(&MAX_TEXT_CHARS.to_string()));
+    }
+
+    #[test]
+    fn results_carry_their_json_as_text_and_errors_are_flagged() {
+        let done = Output::Done(json!({"exitCode": 0})).to_result();
+        assert_eq!(done["content"][0]["text"], r#"{"exitCode":0}"#);
+        assert_eq!(done["structuredContent"]["exitCode"], 0);
+        assert_eq!(done["isError"], false);
+        let failed = Output::Failed("denied by bo".into()).to_result();
+        assert_eq!(failed["isError"], true);
+        assert_eq!(failed["content"][0]["text"], "denied by bo");
+        assert!(failed.get("structuredContent").is_none());
+    }
+}

@@ -162,6 +162,37 @@ impl Approvals {
         )
     }
 
+    /// Keeps an approval for an MCP client's command, which waits in its
+    /// own request rather than in a paused exchange: it belongs to none (its
+    /// `paused` is 0, which no exchange's id is), so no exchange is made
+    /// ready by its decision and the alarm only expires it.
+    pub fn ask(
+        &self,
+        command: &str,
+        asked_by: Option<&str>,
+        now: u64,
+        expires_at: u64,
+    ) -> Result<Approval, ApiError> {
+        self.sql.exec(
+            "INSERT INTO approvals (paused, command, asked_by, asked_at, expires_at)
+             VALUES (0, ?, ?, ?, ?)",
+            vec![
+                command.into(),
+                asked_by.map_or(SqlStorageValue::Null, |by| by.into()),
+                SqlStorageValue::Integer(now as i64),
+                SqlStorageValue::Integer(expires_at as i64),
+            ],
+        )?;
+        let id = self.last_id()? as u64;
+        self.get(id)?.ok_or(ApiError::NoSuchApproval)
+    }
+
+    /// Approval `id`, as it stands; `None` once forgotten with the room.
+    pub fn get(&self, id: u64) -> worker::Result<Option<Approval>> {
+        let found = self.select("WHERE id = ?", vec![SqlStorageValue::Integer(id as i64)])?;
+        Ok(found.into_iter().next())
+    }
+
     /// The approvals that wait, oldest first.
     pub fn pending(&self) -> worker::Result<Vec<Approval>> {
         self.select("WHERE decision IS NULL ORDER BY id", vec![])
@@ -176,8 +207,7 @@ impl Approvals {
         by: Option<&str>,
         now: u64,
     ) -> Result<Approval, ApiError> {
-        let found = self.select("WHERE id = ?", vec![SqlStorageValue::Integer(id as i64)])?;
-        let approval = found.into_iter().next().ok_or(ApiError::NoSuchApproval)?;
+        let approval = self.get(id)?.ok_or(ApiError::NoSuchApproval)?;
         if let Some(earlier) = approval.decision {
             let how = match (&approval.decided_by, &approval.rule) {
                 (Some(by), _) => format!("{} by {by}", earlier.name()),

@@ -153,7 +153,7 @@ impl DuetAgent {
     }
 
     /// Sets the alarm for whatever is due first.
-    async fn schedule(&self, now: u64) -> Result<(), ApiError> {
+    pub(super) async fn schedule(&self, now: u64) -> Result<(), ApiError> {
         let last_used = self.store.last_use()?.map_or(now, |(_, at)| at);
         let at = self.next_alarm(last_used.saturating_add(self.timing.ttl_ms), now)?;
         Ok(self.clock.alarm_at(&self.state.storage(), at).await?)

@@ -29,10 +29,10 @@ use serde_json::Value;
 use worker::Env;
 
 use crate::ai::{self, Answer, Model};
-use crate::api::limits::{AUDIT_CMD_CHARS, DELTA_INTERVAL_MS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
+use crate::api::limits::{DELTA_INTERVAL_MS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
 use crate::api::live::{Event, Source};
 use crate::api::policy::{Policy, Verdict};
-use crate::api::wire::{Approval, AuditEntry, AuditOutcome, Decision, Message};
+use crate::api::wire::{Approval, Decision, Message};
 use crate::api::{validate, ApiError};
 use crate::chat::budget::{command_budget, follow_up_call};
 use crate::chat::context::{self, ChatMessage};
@@ -42,7 +42,6 @@ use crate::chat::shown::Shown;
 use crate::chat::tools;
 use crate::room::calls::{Consent, SandboxObject};
 use crate::runtime::{clock, random, timeout};
-use crate::text::first_chars;
 
 /// What an exchange came to: its rounds and why it ended.
 pub struct Exchange {
@@ -459,18 +458,7 @@ impl<'a> Run<'a> {
         match said {
             Said::Run(consent) => self.run_command(cmd, timeout_ms, &consent, asked_by).await,
             Said::Refused { why, consent } => {
-                let entry = AuditEntry {
-                    at: clock::now_ms(),
-                    command: first_chars(cmd, AUDIT_CMD_CHARS).to_owned(),
-                    source: Source::Agent,
-                    asked_by: asked_by.map(str::to_owned),
-                    outcome: AuditOutcome::Refused,
-                    decided_by: consent.decided_by,
-                    rule: consent.rule,
-                    exit_code: None,
-                    duration_ms: None,
-                    timed_out: false,
-                };
+                let entry = consent.refused(cmd, Source::Agent, asked_by);
                 self.sandbox.audit(&entry).await;
                 Outcome::Failed(why)
             }
@@ -498,7 +486,9 @@ impl<'a> Run<'a> {
             cmd: cmd.to_owned(),
             timeout_ms: timeout_ms.map_or(budget.timeout_ms, |ms| ms.min(budget.timeout_ms)),
         };
-        let call = self.sandbox.agent_exec(&request, asked_by, consent);
+        let call = self
+            .sandbox
+            .agent_exec(&request, Source::Agent, asked_by, consent);
         match timeout::within(budget.wait_ms, call).await {
             Some(Ok(result)) => Outcome::Ran(result),
             Some(Err(why)) => Outcome::Failed(why),

@@ -22,6 +22,7 @@ mod approvals;
 mod decisions;
 mod exchange;
 mod invites;
+mod mcp;
 mod store;
 
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
@@ -165,6 +166,22 @@ impl DuetAgent {
                 let name = claims.and_then(|claims| claims.name);
                 self.decide(&room, approval, &body, name).await
             }
+            Asked::Public(Action::Mcp) => {
+                let headers = req.headers();
+                let named = |name| headers.get(name);
+                let (version, method, name) = (
+                    named("mcp-protocol-version")?,
+                    named("mcp-method")?,
+                    named("mcp-name")?,
+                );
+                let body = body::read(req).await?;
+                let headers = crate::mcp::Headers {
+                    protocol_version: version.as_deref(),
+                    method: method.as_deref(),
+                    name: name.as_deref(),
+                };
+                self.mcp(&room, headers, &body, claims.as_ref()).await
+            }
             Asked::Call(Call::Watching) => {
                 let on = body::read(req).await? == b"true";
                 self.store.set_watching(on)?;
@@ -173,6 +190,7 @@ impl DuetAgent {
             Asked::Public(Action::Exec | Action::KeptArchive | Action::Live | Action::Audit)
             | Asked::Call(
                 Call::AgentExec
+                | Call::McpExec
                 | Call::Publish
                 | Call::Audit
                 | Call::HistoryExpired
@@ -183,6 +201,26 @@ impl DuetAgent {
     }
 
     async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
+        let (agent, approvals) = self.converse(room, request).await?;
+        let messages = self.store.recent()?;
+        Ok(respond::json(
+            200,
+            &MessageResponse {
+                reply: &agent.text,
+                messages: &messages,
+                approvals: &approvals,
+            },
+        )?)
+    }
+
+    /// A message to the room's agent, its exchange run, stored and shown on
+    /// the live feed; answers the agent's message and the approvals it
+    /// waits for.
+    async fn converse(
+        &self,
+        room: &str,
+        request: MessageRequest,
+    ) -> Result<(Message, Vec<Approval>), ApiError> {
         let started = clock::now_ms();
         let user = Message {
             role: Role::User,
@@ -207,15 +245,7 @@ impl DuetAgent {
         for approval in &approvals {
             self.publish(room, &Event::Approval { approval }).await;
         }
-        let messages = self.store.recent()?;
-        Ok(respond::json(
-            200,
-            &MessageResponse {
-                reply: &agent.text,
-                messages: &messages,
-                approvals: &approvals,
-            },
-        )?)
+        Ok((agent, approvals))
     }
 
     /// Runs the exchange for `user` and stores it; answers the agent's

@@ -47,7 +47,11 @@ impl RoomRole {
 /// The role a public route needs.
 pub fn needed(action: Action) -> RoomRole {
     match action {
-        Action::History | Action::Live | Action::Policy | Action::Approvals => RoomRole::Watcher,
+        // An MCP client connects as a watcher; each tool then needs its
+        // own role (`mcp::tools`).
+        Action::History | Action::Live | Action::Policy | Action::Approvals | Action::Mcp => {
+            RoomRole::Watcher
+        }
         // The kept archive is the room's files, which a watcher never sees
         // but a writer can read with any command.
         Action::SendMessage | Action::Exec | Action::KeptArchive | Action::Decide { .. } => {

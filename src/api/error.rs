@@ -19,7 +19,7 @@ DELETE /api/rooms/{roomId}, \
 POST /api/rooms/{roomId}/invites, DELETE /api/rooms/{roomId}/invites, \
 GET /api/rooms/{roomId}/policy, PUT /api/rooms/{roomId}/policy, \
 GET /api/rooms/{roomId}/approvals, POST /api/rooms/{roomId}/approvals/{approvalId}, \
-GET /api/rooms/{roomId}/audit, \
+GET /api/rooms/{roomId}/audit, POST /api/rooms/{roomId}/mcp, \
 GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
 GET /assets/{name}, HEAD /assets/{name}";
 

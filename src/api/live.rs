@@ -34,6 +34,8 @@ pub enum Source {
     Exec,
     /// A `<run>` tag of the agent.
     Agent,
+    /// An MCP client's `run_command` (`mcp`).
+    Mcp,
 }
 
 /// Why the feed closed a watcher's socket.
@@ -99,11 +101,15 @@ pub enum Event<'a> {
     },
     /// An exchange failed; its user message is not kept.
     Failed { error: &'a str },
-    /// A command starts.
+    /// A command starts; `askedBy` is who asked, where known (the
+    /// `userId` given, else the token's name, else an MCP client's name).
+    #[serde(rename_all = "camelCase")]
     Command {
         id: &'a str,
         cmd: &'a str,
         source: Source,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        asked_by: Option<&'a str>,
     },
     /// Output as it is produced.
     Output {

@@ -31,6 +31,8 @@ pub enum Action {
     },
     /// Every command run or refused in the room, and by whom.
     Audit,
+    /// The room as an MCP server (`mcp`): JSON-RPC messages, POSTed.
+    Mcp,
 }
 
 /// The web page's parts.
@@ -55,7 +57,12 @@ impl Action {
     pub fn has_body(self) -> bool {
         matches!(
             self,
-            Self::SendMessage | Self::Exec | Self::Invite | Self::SetPolicy | Self::Decide { .. }
+            Self::SendMessage
+                | Self::Exec
+                | Self::Invite
+                | Self::SetPolicy
+                | Self::Decide { .. }
+                | Self::Mcp
         )
     }
 
@@ -73,6 +80,7 @@ impl Action {
                 | Self::Revoke
                 | Self::SetPolicy
                 | Self::Decide { .. }
+                | Self::Mcp
         )
     }
 
@@ -92,6 +100,7 @@ impl Action {
             Self::Approvals => "approvals",
             Self::Decide { .. } => "decide",
             Self::Audit => "audit",
+            Self::Mcp => "mcp",
         }
     }
 }
@@ -167,6 +176,9 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("approvals", _) => return Err(ApiError::MethodNotAllowed("GET")),
         ("audit", "GET") => Action::Audit,
         ("audit", _) => return Err(ApiError::MethodNotAllowed("GET")),
+        // Stateless: no event stream to GET, no session to DELETE.
+        ("mcp", "POST") => Action::Mcp,
+        ("mcp", _) => return Err(ApiError::MethodNotAllowed("POST")),
         (tail, method) => match tail.strip_prefix("approvals/") {
             Some(id) => {
                 allow(method, &["POST"], "POST")?;
@@ -331,6 +343,7 @@ mod tests {
             ("GET", "approvals", Action::Approvals),
             ("POST", "approvals/17", Action::Decide { approval: 17 }),
             ("GET", "audit", Action::Audit),
+            ("POST", "mcp", Action::Mcp),
         ] {
             assert_eq!(
                 room(method, &format!("/api/rooms/{id}/{tail}")),
@@ -442,6 +455,8 @@ mod tests {
             ("POST", "/api/rooms/r/policy", "GET, PUT"),
             ("POST", "/api/rooms/r/approvals", "GET"),
             ("DELETE", "/api/rooms/r/audit", "GET"),
+            ("GET", "/api/rooms/r/mcp", "POST"),
+            ("DELETE", "/api/rooms/r/mcp", "POST"),
         ];
         for (method, path, allowed) in cases {
             let e = parse(method, path).unwrap_err();

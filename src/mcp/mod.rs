@@ -14,10 +14,10 @@ pub mod rpc;
 pub mod tools;
 pub mod version;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::api::access::RoomRole;
-use rpc::{error, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
+use rpc::{error, object, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use tools::Tool;
 use version::{META_CAPABILITIES, META_CLIENT, META_SERVER, META_VERSION, MODERN};
 
@@ -256,19 +256,23 @@ fn modern(
         "server/discover" => Ok(Item::Answered(ok(rpc::result(
             id,
             MODERN,
-            json!({
-                "supportedVersions": version::SUPPORTED,
-                "capabilities": {"tools": {}},
-                "instructions": INSTRUCTIONS,
-                "ttlMs": LIST_TTL_MS,
-                "cacheScope": "public",
-                "_meta": {META_SERVER: server_info()},
-            }),
+            object(vec![
+                ("supportedVersions", version::SUPPORTED.to_vec().into()),
+                ("capabilities", capabilities()),
+                ("instructions", INSTRUCTIONS.into()),
+                ("ttlMs", LIST_TTL_MS.into()),
+                ("cacheScope", "public".into()),
+                ("_meta", object(vec![(META_SERVER, server_info())])),
+            ]),
         )))),
         "tools/list" => Ok(Item::Answered(ok(rpc::result(
             id,
             MODERN,
-            json!({"tools": tools::listed(role), "ttlMs": LIST_TTL_MS, "cacheScope": "private"}),
+            object(vec![
+                ("tools", tools::listed(role).into()),
+                ("ttlMs", LIST_TTL_MS.into()),
+                ("cacheScope", "private".into()),
+            ]),
         )))),
         "tools/call" => Ok(call(id, MODERN, params, role, client)),
         _ => Err(refused(404, not_found(id, method))),
@@ -288,12 +292,12 @@ fn legacy(
         return Ok(Item::Answered(ok(rpc::result(
             id,
             version,
-            json!({
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": false}},
-                "serverInfo": server_info(),
-                "instructions": INSTRUCTIONS,
-            }),
+            object(vec![
+                ("protocolVersion", version.into()),
+                ("capabilities", capabilities()),
+                ("serverInfo", server_info()),
+                ("instructions", INSTRUCTIONS.into()),
+            ]),
         ))));
     }
     let Some(version) = version::legacy_of(headers.protocol_version) else {
@@ -305,11 +309,11 @@ fn legacy(
         return Err(refused(400, error(Some(id), INVALID_REQUEST, &why)));
     };
     match method {
-        "ping" => Ok(Item::Answered(ok(rpc::result(id, version, json!({}))))),
+        "ping" => Ok(Item::Answered(ok(rpc::result(id, version, object(vec![]))))),
         "tools/list" => Ok(Item::Answered(ok(rpc::result(
             id,
             version,
-            json!({"tools": tools::listed(role)}),
+            object(vec![("tools", tools::listed(role).into())]),
         )))),
         "tools/call" => Ok(call(id, version, params, role, None)),
         // In-band, as a handler's error is in these revisions.
@@ -326,7 +330,17 @@ fn not_found(id: &Value, method: &str) -> Value {
 }
 
 fn server_info() -> Value {
-    json!({"name": "duet", "title": "Duet room", "version": env!("CARGO_PKG_VERSION")})
+    object(vec![
+        ("name", "duet".into()),
+        ("title", "Duet room".into()),
+        ("version", env!("CARGO_PKG_VERSION").into()),
+    ])
+}
+
+/// Tools, whose list never changes while a worker runs.
+fn capabilities() -> Value {
+    let tools = object(vec![("listChanged", false.into())]);
+    object(vec![("tools", tools)])
 }
 
 /// A `tools/call`: an unknown tool or unreadable params are protocol

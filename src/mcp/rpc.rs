@@ -1,7 +1,9 @@
 //! JSON-RPC 2.0 as MCP uses it: the error codes, and the responses a room
-//! writes. Built as `Value`s: the upload has their writer anyway.
+//! writes. Built as `Value`s by [`object`], not `json!`, which converts
+//! each value it is given through a serializer of its own: that one alone
+//! would cost the upload kilobytes.
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use super::version::{self, MODERN};
 
@@ -14,9 +16,23 @@ pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: a revision the server does not speak.
 pub const UNSUPPORTED_VERSION: i64 = -32022;
 
-/// A response's `id`: the request's, or null when there was none to read.
+/// A JSON object of `pairs`, in order.
+pub fn object(pairs: Vec<(&str, Value)>) -> Value {
+    let pairs = pairs
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value));
+    Value::Object(pairs.collect::<Map<String, Value>>())
+}
+
+/// An error response; its `id` is the request's, or null when there was
+/// none to read.
 pub fn error(id: Option<&Value>, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "error": {"code": code, "message": message}})
+    let error = object(vec![("code", code.into()), ("message", message.into())]);
+    object(vec![
+        ("jsonrpc", "2.0".into()),
+        ("id", id.cloned().unwrap_or(Value::Null)),
+        ("error", error),
+    ])
 }
 
 /// The -32022 of a 2026-07-28 request naming a revision not served.
@@ -26,7 +42,10 @@ pub fn unsupported(id: Option<&Value>, requested: &str) -> Value {
         UNSUPPORTED_VERSION,
         &format!("unsupported protocol version {requested}"),
     );
-    error["error"]["data"] = json!({"supported": version::SUPPORTED, "requested": requested});
+    error["error"]["data"] = object(vec![
+        ("supported", version::SUPPORTED.to_vec().into()),
+        ("requested", requested.into()),
+    ]);
     error
 }
 
@@ -36,5 +55,9 @@ pub fn result(id: &Value, version: &str, mut result: Value) -> Value {
     if version == MODERN {
         result["resultType"] = "complete".into();
     }
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    object(vec![
+        ("jsonrpc", "2.0".into()),
+        ("id", id.clone()),
+        ("result", result),
+    ])
 }

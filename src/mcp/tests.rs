@@ -216,7 +216,7 @@ fn batches_only_in_2025_03_26() {
         .into_iter()
         .map(|item| match item {
             Item::Answered(reply) => reply,
-            Item::Call(call) => answer(&call, &tools::Output::Done(json!({"messages": []}))),
+            Item::Call(call) => answer(&call, &tools::Output::Done(r#"{"messages":[]}"#.into())),
         })
         .collect();
     let whole = reply(true, answers);
@@ -309,7 +309,7 @@ fn modern_discover_list_and_call() {
         (call.version, call.client.as_deref()),
         (MODERN, Some("probe"))
     );
-    let done = answer(&call, &tools::Output::Done(json!({"exitCode": 0})));
+    let done = answer(&call, &tools::Output::Done(r#"{"exitCode":0}"#.into()));
     assert_eq!(done.body.unwrap()["result"]["resultType"], "complete");
 }
 

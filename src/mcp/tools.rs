@@ -7,8 +7,9 @@
 //! There are no file tools: a file read or written through the shell is
 //! judged by the room's rules as the command it is.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::rpc::object;
 use crate::api::access::RoomRole;
 
 /// The tools, in the order listed. Their limits are checked against
@@ -68,26 +69,32 @@ pub fn listed(role: RoomRole) -> Vec<Value> {
 /// model reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
-    /// Structured content, also given as its JSON text for clients that
-    /// read only text.
-    Done(Value),
+    /// Structured content as JSON text (written by the serializers the
+    /// routes use already), also given as text for clients that read only
+    /// text.
+    Done(String),
     Failed(String),
 }
 
 impl Output {
     /// The `CallToolResult`.
     pub fn to_result(&self) -> Value {
-        match self {
-            Self::Done(value) => json!({
-                "content": [{"type": "text", "text": value.to_string()}],
-                "structuredContent": value,
-                "isError": false,
-            }),
-            Self::Failed(why) => json!({
-                "content": [{"type": "text", "text": why}],
-                "isError": true,
-            }),
+        let (text, structured) = match self {
+            Self::Done(json) => (json, serde_json::from_str(json).ok()),
+            Self::Failed(why) => (why, None),
+        };
+        let content = object(vec![
+            ("type", "text".into()),
+            ("text", text.as_str().into()),
+        ]);
+        let mut result = object(vec![
+            ("content", Value::Array(vec![content])),
+            ("isError", structured.is_none().into()),
+        ]);
+        if let Some(structured) = structured {
+            result["structuredContent"] = structured;
         }
+        result
     }
 }
 
@@ -157,7 +164,7 @@ mod tests {
 
     #[test]
     fn results_carry_their_json_as_text_and_errors_are_flagged() {
-        let done = Output::Done(json!({"exitCode": 0})).to_result();
+        let done = Output::Done(r#"{"exitCode":0}"#.into()).to_result();
         assert_eq!(done["content"][0]["text"], r#"{"exitCode":0}"#);
         assert_eq!(done["structuredContent"]["exitCode"], 0);
         assert_eq!(done["isError"], false);

@@ -11,11 +11,13 @@ use duet_wire::{ExecRequest, ExecResult};
 use serde::Serialize;
 use worker::{Env, Method, Stub};
 
-use crate::api::live::Event;
+use crate::api::limits::AUDIT_CMD_CHARS;
+use crate::api::live::{Event, Source};
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, Message};
+use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, AuditOutcome, Message};
 use crate::api::ApiError;
-use crate::runtime::{bindings, internal};
+use crate::runtime::{bindings, clock, internal};
+use crate::text::first_chars;
 
 /// Who let a command of the agent's run, for the audit.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,6 +26,25 @@ pub struct Consent {
     pub decided_by: Option<String>,
     /// The allow rule that spared the question.
     pub rule: Option<String>,
+}
+
+impl Consent {
+    /// The audit's entry for a command that, with this consent, was not
+    /// run, as of now.
+    pub fn refused(self, command: &str, source: Source, asked_by: Option<&str>) -> AuditEntry {
+        AuditEntry {
+            at: clock::now_ms(),
+            command: first_chars(command, AUDIT_CMD_CHARS).to_owned(),
+            source,
+            asked_by: asked_by.map(str::to_owned),
+            outcome: AuditOutcome::Refused,
+            decided_by: self.decided_by,
+            rule: self.rule,
+            exit_code: None,
+            duration_ms: None,
+            timed_out: false,
+        }
+    }
 }
 
 /// A [`Call::AgentExec`]'s body: an exec request (`api::validate` reads
@@ -43,6 +64,8 @@ struct AgentExecBody<'a> {
 pub enum Call {
     /// DuetAgent → Sandbox: a command of the agent's (from a `<run>` tag).
     AgentExec,
+    /// DuetAgent → Sandbox: a command of an MCP client's (`run_command`).
+    McpExec,
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
     /// DuetAgent → Sandbox: a command of the agent's that did not run, for
@@ -63,8 +86,9 @@ pub enum Call {
 }
 
 /// Each call's path tail and method; a path is `/internal/rooms/{room}/{tail}`.
-const CALLS: [(Call, &str, &str); 8] = [
+const CALLS: [(Call, &str, &str); 9] = [
     (Call::AgentExec, "exec", "POST"),
+    (Call::McpExec, "mcp-exec", "POST"),
     (Call::Publish, "publish", "POST"),
     (Call::Audit, "audit", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
@@ -140,7 +164,8 @@ pub fn serving(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> 
         | Action::Policy
         | Action::SetPolicy
         | Action::Approvals
-        | Action::Decide { .. } => agent_stub(env, room)?,
+        | Action::Decide { .. }
+        | Action::Mcp => agent_stub(env, room)?,
     })
 }
 
@@ -215,11 +240,13 @@ impl SandboxObject {
         })
     }
 
-    /// Runs a command of the agent's, asked for in `asked_by`'s message;
+    /// Runs a command of the agent's (`source` [`Source::Agent`], asked for
+    /// in `asked_by`'s message) or of an MCP client's ([`Source::Mcp`]);
     /// answers its result, or why the sandbox could not run it.
     pub async fn agent_exec(
         &self,
         request: &ExecRequest,
+        source: Source,
         asked_by: Option<&str>,
         consent: &Consent,
     ) -> Result<ExecResult, String> {
@@ -231,7 +258,11 @@ impl SandboxObject {
             rule: consent.rule.as_deref(),
         })
         .expect("an exec request serializes");
-        let mut response = send(&self.stub, &self.room, Call::AgentExec, Some(&body)).await?;
+        let call = match source {
+            Source::Mcp => Call::McpExec,
+            Source::Agent | Source::Exec => Call::AgentExec,
+        };
+        let mut response = send(&self.stub, &self.room, call, Some(&body)).await?;
         match response.json::<serde_json::Value>().await {
             Ok(answer) => Ok(exec_result(&answer["result"])),
             Err(e) => Err(format!("unexpected sandbox answer: {e}")),

@@ -42,6 +42,11 @@ pub fn error(e: &ApiError) -> Response {
         if let Some(allow) = e.allow() {
             response.headers_mut().set("Allow", allow)?;
         }
+        // Plain: no OAuth metadata is offered (MCP clients that find it
+        // start OAuth instead of sending the token they were given).
+        if e.status() == 401 {
+            response.headers_mut().set("WWW-Authenticate", "Bearer")?;
+        }
         Ok(response)
     });
     // Building a small JSON response only fails if the runtime is broken.

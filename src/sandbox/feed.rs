@@ -513,12 +513,14 @@ impl Feed {
         state: &State,
         cmd: &str,
         source: Source,
+        asked_by: Option<&str>,
     ) -> Result<String, ApiError> {
         let id = random::id('c');
         let started = Event::Command {
             id: &id,
             cmd,
             source,
+            asked_by,
         };
         self.publish(state, &started.to_json())?;
         Ok(id)

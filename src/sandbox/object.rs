@@ -230,15 +230,16 @@ impl Sandbox {
         }
         let name = sandbox_name(&room);
         match asked {
-            Asked::Public(Action::Exec) | Asked::Call(Call::AgentExec) => {
+            Asked::Public(Action::Exec) | Asked::Call(Call::AgentExec | Call::McpExec) => {
                 let source = match asked {
                     Asked::Call(Call::AgentExec) => Source::Agent,
+                    Asked::Call(Call::McpExec) => Source::Mcp,
                     _ => Source::Exec,
                 };
                 let exec = validate::exec_request(&body::read(req).await?)?;
                 let request = exec.request;
                 let (decided_by, rule) = match source {
-                    Source::Agent => (exec.decided_by, exec.rule),
+                    Source::Agent | Source::Mcp => (exec.decided_by, exec.rule),
                     Source::Exec => (None, None),
                 };
                 let asked_by = exec.user_id.or_else(|| claims.and_then(|c| c.name));
@@ -247,9 +248,12 @@ impl Sandbox {
                 // Output streams to the watchers there are; without any, the
                 // log is given it whole at the end.
                 let watched = self.feed.watchers(&self.state) > 0;
-                let feed_id = self
-                    .feed
-                    .command_started(&self.state, &request.cmd, source)?;
+                let feed_id = self.feed.command_started(
+                    &self.state,
+                    &request.cmd,
+                    source,
+                    asked_by.as_deref(),
+                )?;
                 let result = self
                     .exec(
                         &room,
@@ -349,7 +353,8 @@ impl Sandbox {
                 | Action::Policy
                 | Action::SetPolicy
                 | Action::Approvals
-                | Action::Decide { .. },
+                | Action::Decide { .. }
+                | Action::Mcp,
             )
             | Asked::Call(Call::History | Call::Watching) => Err(ApiError::NotFound),
         }

@@ -1,0 +1,281 @@
+//! The room as an MCP server (`crate::mcp`), served by its DuetAgent: the
+//! protocol answers what it can itself, and the tool calls are carried out
+//! here, where the room's history, policy and approvals are. A client's
+//! `run_command` is one of the agent's commands for the room's policy,
+//! run through the Sandbox object as the agent's are (`Source::Mcp` on the
+//! feed and in the audit); `read_history` and `send_message` are what the
+//! history and message routes do.
+//!
+//! Whatever fails in a call (a command the policy refuses, a sandbox that
+//! cannot run it, a room cleaned up meanwhile) is the call's tool error,
+//! which the client's model reads, never a failed request.
+
+use std::time::Duration;
+
+use duet_wire::ExecRequest;
+use serde_json::{Map, Value};
+use worker::{Delay, Response};
+
+use super::DuetAgent;
+use crate::api::access::RoomRole;
+use crate::api::limits::{
+    APPROVAL_TIMEOUT_SECONDS, EXEC_ANSWER_MS, EXEC_DEFAULT_TIMEOUT_MS, MCP_APPROVAL_WAIT_MS,
+    SANDBOXD_MARGIN_MS,
+};
+use crate::api::live::{Event, Source};
+use crate::api::policy::Verdict;
+use crate::api::token::Claims;
+use crate::api::wire::{Decision, HistoryResponse, Message, MessageRequest, MessageResponse, Role};
+use crate::api::{validate, ApiError};
+use crate::mcp::tools::{Output, Tool};
+use crate::mcp::{self, Call, Headers, Item, Reply};
+use crate::room::calls::{Consent, SandboxObject};
+use crate::runtime::{clock, config, respond, timeout};
+
+/// How often a command waiting for a writer looks at its approval.
+const POLL_MS: u64 = 100;
+
+impl DuetAgent {
+    /// `POST …/mcp`: one JSON-RPC message, or a 2025-03-26 batch.
+    pub(super) async fn mcp(
+        &self,
+        room: &str,
+        headers: Headers<'_>,
+        body: &[u8],
+        claims: Option<&Claims>,
+    ) -> Result<Response, ApiError> {
+        let role = claims.map_or(RoomRole::Owner, |claims| claims.role);
+        let reply = match mcp::read(headers, body, role) {
+            Err(reply) => reply,
+            Ok(post) => {
+                let mut answers = Vec::with_capacity(post.items.len());
+                for item in post.items {
+                    answers.push(match item {
+                        Item::Answered(reply) => reply,
+                        Item::Call(call) => {
+                            let name = claims.and_then(|claims| claims.name.as_deref());
+                            let asked_by = name.or(call.client.as_deref());
+                            let output = self.call(room, &call, asked_by).await;
+                            mcp::answer(&call, &output)
+                        }
+                    });
+                }
+                mcp::reply(post.batch, answers)
+            }
+        };
+        Ok(match reply {
+            Reply {
+                status,
+                body: Some(body),
+            } => respond::json(status, &body)?,
+            Reply { status, body: None } => Response::empty()?.with_status(status),
+        })
+    }
+
+    async fn call(&self, room: &str, call: &Call, asked_by: Option<&str>) -> Output {
+        let done = match call.tool {
+            Tool::ReadHistory => self.read_history(room).await,
+            Tool::SendMessage => self.send_message(room, &call.arguments, asked_by).await,
+            Tool::RunCommand => self.run_command(room, &call.arguments, asked_by).await,
+        };
+        done.unwrap_or_else(|e| Output::Failed(e.to_string()))
+    }
+
+    async fn read_history(&self, room: &str) -> Result<Output, ApiError> {
+        self.touch(room).await?;
+        let messages = self.store.recent()?;
+        Ok(Output::Done(written(&HistoryResponse {
+            messages: &messages,
+        })?))
+    }
+
+    /// A message to the room: with `ask` (the default) an exchange with
+    /// the room's agent, as `POST …/message`; without, shown on the live
+    /// feed only (the history holds exchanges, user and agent in turn).
+    async fn send_message(
+        &self,
+        room: &str,
+        arguments: &Value,
+        asked_by: Option<&str>,
+    ) -> Result<Output, ApiError> {
+        let ask = match &arguments["ask"] {
+            Value::Null => true,
+            Value::Bool(ask) => *ask,
+            _ => return Ok(Output::Failed("`ask` must be true or false".into())),
+        };
+        let mut fields = Map::new();
+        fields.insert("text".into(), arguments["text"].clone());
+        let request = match validate::message_fields(&fields) {
+            Ok(request) => MessageRequest {
+                user_id: asked_by.map(str::to_owned),
+                ..request
+            },
+            Err(e) => return Ok(Output::Failed(invalid(&e))),
+        };
+        self.touch(room).await?;
+        if !ask {
+            let message = Message {
+                role: Role::User,
+                user_id: request.user_id,
+                text: request.text,
+                ts: clock::now_ms() as i64,
+            };
+            self.publish(room, &Event::Message { message: &message })
+                .await;
+            return Ok(Output::Done(r#"{"asked":false}"#.into()));
+        }
+        let (agent, approvals) = self.converse(room, request).await?;
+        let messages = self.store.recent()?;
+        // As `POST …/message` answers.
+        Ok(Output::Done(written(&MessageResponse {
+            reply: &agent.text,
+            messages: &messages,
+            approvals: &approvals,
+        })?))
+    }
+
+    /// A client's command, put to the room's policy as the agent's are.
+    async fn run_command(
+        &self,
+        room: &str,
+        arguments: &Value,
+        asked_by: Option<&str>,
+    ) -> Result<Output, ApiError> {
+        let (cmd, timeout_ms) = match validate::run_command(arguments) {
+            Ok(command) => command,
+            Err(why) => return Ok(Output::Failed(why)),
+        };
+        let epoch = self.clock.epoch();
+        self.touch(room).await?;
+        let sandbox = SandboxObject::of(&self.env, room)?;
+        let refused = |consent: Consent, why: String| async {
+            sandbox
+                .audit(&consent.refused(&cmd, Source::Mcp, asked_by))
+                .await;
+            Ok(Output::Failed(why))
+        };
+        let consent = match self.policy()?.judge(&cmd) {
+            Verdict::Run { rule } => Consent {
+                decided_by: None,
+                rule,
+            },
+            Verdict::Denied { rule } => {
+                let why = format!("not run: denied by the room's rule `{rule}`");
+                let consent = Consent {
+                    decided_by: None,
+                    rule: Some(rule),
+                };
+                return refused(consent, why).await;
+            }
+            Verdict::Off => {
+                let why = "not run: the room's policy runs no agent commands (off)".into();
+                return refused(Consent::default(), why).await;
+            }
+            Verdict::Ask => match self.approval(room, &cmd, asked_by).await? {
+                Ok(consent) => consent,
+                Err((consent, why)) => return refused(consent, why).await,
+            },
+        };
+        self.clock.still_current(epoch)?;
+        let request = ExecRequest {
+            cmd: cmd.clone(),
+            timeout_ms: timeout_ms.unwrap_or(EXEC_DEFAULT_TIMEOUT_MS),
+        };
+        // The Sandbox object answers by its own deadline; this bounds the
+        // call to it, should it not.
+        let wait = EXEC_ANSWER_MS + SANDBOXD_MARGIN_MS;
+        let exec = sandbox.agent_exec(&request, Source::Mcp, asked_by, &consent);
+        Ok(match timeout::within(wait, exec).await {
+            // As `POST …/sandbox/exec` answers it in `result`.
+            Some(Ok(result)) => Output::Done(written(&result)?),
+            Some(Err(why)) => Output::Failed(format!("the sandbox could not run it: {why}")),
+            None => Output::Failed(format!("the sandbox did not answer within {wait} ms")),
+        })
+    }
+
+    /// Waits, within [`MCP_APPROVAL_WAIT_MS`] (or the room's shorter
+    /// `DUET_APPROVAL_TIMEOUT_SECONDS`), for a writer to decide on
+    /// `cmd` (through `POST …/approvals/{id}`, as for the agent's commands,
+    /// and shown on the feed the same way). Answers who approved it, or
+    /// who refused it and why; it expires when nobody decided in time.
+    async fn approval(
+        &self,
+        room: &str,
+        cmd: &str,
+        asked_by: Option<&str>,
+    ) -> Result<Result<Consent, (Consent, String)>, ApiError> {
+        let now = clock::now_ms();
+        let wait_ms = config::seconds_as_ms(
+            &self.env,
+            "DUET_APPROVAL_TIMEOUT_SECONDS",
+            APPROVAL_TIMEOUT_SECONDS,
+        )
+        .min(MCP_APPROVAL_WAIT_MS);
+        let asked = self.approvals.ask(cmd, asked_by, now, now + wait_ms)?;
+        self.schedule(now).await?;
+        self.publish(room, &Event::Approval { approval: &asked })
+            .await;
+        let decided = loop {
+            Delay::from(Duration::from_millis(POLL_MS)).await;
+            let Some(approval) = self.approvals.get(asked.id)? else {
+                return Err(ApiError::CleanedUp);
+            };
+            if approval.decision.is_some() {
+                break approval;
+            }
+            let now = clock::now_ms();
+            if now >= asked.expires_at {
+                // The alarm would expire it too; whichever comes first.
+                match self
+                    .approvals
+                    .decide(asked.id, Decision::Expired, None, now)
+                {
+                    Ok(approval) => {
+                        self.publish(
+                            room,
+                            &Event::Decided {
+                                approval: &approval,
+                            },
+                        )
+                        .await;
+                        break approval;
+                    }
+                    Err(ApiError::AlreadyDecided(_)) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let consent = Consent {
+            decided_by: decided.decided_by.clone(),
+            rule: None,
+        };
+        let by = decided.decided_by.as_deref().unwrap_or("a writer");
+        Ok(match decided.decision {
+            Some(Decision::Approved) => Ok(consent),
+            Some(Decision::Denied) => Err((consent, format!("not run: denied by {by}"))),
+            Some(Decision::Expired) | None => Err((
+                consent,
+                format!(
+                    "not run: expired, no writer approved it within {} s",
+                    wait_ms / 1000
+                ),
+            )),
+        })
+    }
+}
+
+fn written<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
+    serde_json::to_string(value).map_err(|e| ApiError::Internal(e.to_string()))
+}
+
+/// A validation failure as one line a model can read.
+fn invalid(e: &ApiError) -> String {
+    match e {
+        ApiError::Invalid(fields) => fields
+            .iter()
+            .map(|(field, whys)| format!("`{field}` {}", whys.join("; ")))
+            .collect::<Vec<_>>()
+            .join("; "),
+        e => e.to_string(),
+    }
+}

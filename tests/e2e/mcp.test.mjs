@@ -1,0 +1,252 @@
+// Each room is an MCP server (POST /api/rooms/{roomId}/mcp), on the built
+// worker in token mode with a real sandboxd, driven by the official SDK
+// clients: TypeScript v2 (@modelcontextprotocol/client) in its three ways of
+// choosing a revision and v1 (@modelcontextprotocol/sdk), and, once, the
+// Python SDK (mcp, in a venv). Then the protocol's edge cases by hand, and
+// run_command under the room's approvals.
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from "@modelcontextprotocol/client";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+import { watch } from "./support/feed.mjs";
+import { client, ROOT, startStack } from "./support/stack.mjs";
+
+const SERVICE = "service-t0ken";
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const b64 = (text) => Buffer.from(text).toString("base64url");
+
+const CLIENTS = {
+  "v2 (legacy handshake)": (url, token) => connectV2(url, token, undefined),
+  "v2 (auto)": (url, token) => connectV2(url, token, { mode: "auto" }),
+  "v2 (pinned 2026-07-28)": (url, token) => connectV2(url, token, { pin: "2026-07-28" }),
+  v1: async (url, token) => {
+    const c = new ClientV1({ name: "duet-test-v1", version: "1.0.0" });
+    await c.connect(new TransportV1(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    return c;
+  },
+};
+
+async function connectV2(url, token, versionNegotiation) {
+  const c = new ClientV2({ name: "duet-test-v2", version: "1.0.0" }, versionNegotiation ? { versionNegotiation } : {});
+  await c.connect(new TransportV2(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return c;
+}
+
+describe("each room is an MCP server", () => {
+  let stack, worker;
+  const as = (token) => client(worker.url, token ? { authorization: `Bearer ${token}` } : {});
+  const service = () => as(SERVICE);
+  const mcpUrl = (room) => `${worker.url}/api/rooms/${room}/mcp`;
+  async function invite(room, role, name) {
+    const res = await service()("POST", `/api/rooms/${room}/invites`, { role, name });
+    assert.equal(res.status, 200, res.text);
+    return res.json.token;
+  }
+  /** One JSON-RPC POST by hand, with the given headers. */
+  const rpc = (room, body, headers = {}, token = SERVICE) =>
+    as(token)("POST", `/api/rooms/${room}/mcp`, typeof body === "string" ? body : JSON.stringify(body), { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers });
+  const request = (method, params = {}, id = 1) => ({ jsonrpc: "2.0", id, method, params });
+
+  before(async () => {
+    stack = await startStack({ vars: { DUET_API_TOKEN: SERVICE, DUET_APPROVAL_TIMEOUT_SECONDS: "3" } });
+    worker = stack.worker;
+  });
+  after(() => stack.stop());
+
+  for (const [name, connect] of Object.entries(CLIENTS)) {
+    test(`TS ${name}: lists tools, runs a command a watcher sees on the feed, reads history, sends a message`, async () => {
+      const room = randomUUID();
+      const writer = await invite(room, "writer", "ana-agent");
+      const watcherToken = await invite(room, "watcher", "bo");
+      const feed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64(watcherToken)}`] });
+      await feed.opened;
+      const c = await connect(mcpUrl(room), writer);
+      try {
+        const { tools } = await c.listTools();
+        assert.deepEqual(tools.map((t) => t.name), ["run_command", "read_history", "send_message"]);
+        assert.equal(tools[0].annotations.readOnlyHint, false);
+        assert.equal(tools[1].annotations.readOnlyHint, true);
+        const ran = await c.callTool({ name: "run_command", arguments: { command: "echo from-mcp; echo oops >&2; sh -c 'exit 3'" } });
+        assert.equal(ran.isError, false, JSON.stringify(ran));
+        assert.deepEqual([ran.structuredContent.exitCode, ran.structuredContent.stdout, ran.structuredContent.stderr], [3, "from-mcp\n", "oops\n"]);
+        assert.equal(ran.structuredContent.timedOut, false);
+        assert.deepEqual(JSON.parse(ran.content[0].text), ran.structuredContent, "the same as text");
+        const end = await feed.until((events) => events.find((e) => e.type === "command_end"));
+        const command = feed.events.find((e) => e.type === "command");
+        assert.deepEqual([command.cmd, command.source, command.askedBy], ["echo from-mcp; echo oops >&2; sh -c 'exit 3'", "mcp", "ana-agent"]);
+        assert.ok(feed.events.some((e) => e.type === "output" && e.id === command.id && e.data.includes("from-mcp")));
+        assert.equal(end.exitCode, 3);
+        const timed = await c.callTool({ name: "run_command", arguments: { command: "sleep 5", timeoutMs: 300 } });
+        assert.deepEqual([timed.structuredContent.timedOut, timed.structuredContent.exitCode], [true, 124]);
+        const sent = await c.callTool({ name: "send_message", arguments: { text: "hello room" } });
+        assert.equal(sent.isError, false, JSON.stringify(sent));
+        assert.equal(sent.structuredContent.reply, "echo: hello room");
+        const shown = await c.callTool({ name: "send_message", arguments: { text: "just saying", ask: false } });
+        assert.deepEqual(shown.structuredContent, { asked: false });
+        await feed.until((events) => events.find((e) => e.type === "message" && e.message.text === "just saying"));
+        const history = await c.callTool({ name: "read_history", arguments: {} });
+        assert.deepEqual(history.structuredContent.messages.map((m) => [m.role, m.text, m.userId]), [["user", "hello room", "ana-agent"], ["agent", "echo: hello room", undefined]]);
+        const bad = await c.callTool({ name: "run_command", arguments: { command: "" } });
+        assert.equal(bad.isError, true);
+        assert.match(bad.content[0].text, /non-empty string/);
+        const audit = await service()("GET", `/api/rooms/${room}/audit`);
+        const mine = audit.json.entries.filter((e) => e.source === "mcp");
+        assert.equal(mine.length, 2, JSON.stringify(audit.json));
+        assert.deepEqual([mine.at(-1).askedBy, mine.at(-1).outcome, mine.at(-1).exitCode], ["ana-agent", "ran", 3]);
+      } finally {
+        await c.close();
+        feed.close();
+      }
+    });
+  }
+
+  test("a watcher's token lists only the read-only tools and is refused the others", async () => {
+    const room = randomUUID();
+    const watcher = await invite(room, "watcher", "bo");
+    for (const connect of [CLIENTS["v2 (auto)"], CLIENTS.v1]) {
+      const c = await connect(mcpUrl(room), watcher);
+      try {
+        const { tools } = await c.listTools();
+        assert.deepEqual(tools.map((t) => t.name), ["read_history"]);
+        const refused = await c.callTool({ name: "run_command", arguments: { command: "echo no" } });
+        assert.equal(refused.isError, true);
+        assert.equal(refused.content[0].text, "run_command needs the writer role; this token gives watcher");
+        const history = await c.callTool({ name: "read_history", arguments: {} });
+        assert.deepEqual(history.structuredContent, { messages: [] });
+      } finally {
+        await c.close();
+      }
+    }
+    const audit = await service()("GET", `/api/rooms/${room}/audit`);
+    assert.equal(audit.json.entries.length, 0, "nothing ran");
+  });
+
+  test("the Python SDK (mcp 2.3.0, default mode) lists tools and runs a command", async () => {
+    const python = path.join(ROOT, "target/mcp-venv/bin/python");
+    assert.ok(fs.existsSync(python), "the venv is made by scripts/test (tests/e2e/support/mcp-venv)");
+    const room = randomUUID();
+    const writer = await invite(room, "writer", "py-agent");
+    const script = path.join(ROOT, "tests/e2e/support/mcp_client.py");
+    const out = spawnSync(python, [script, mcpUrl(room), writer], { encoding: "utf8", timeout: 60_000 });
+    assert.equal(out.status, 0, out.stderr);
+    const said = JSON.parse(out.stdout);
+    assert.deepEqual(said.tools, ["run_command", "read_history", "send_message"]);
+    assert.deepEqual([said.exitCode, said.stdout], [0, "from-python\n"]);
+    const audit = await service()("GET", `/api/rooms/${room}/audit`);
+    assert.equal(audit.json.entries[0].askedBy, "py-agent");
+  });
+
+  test("edge cases: unknown method, bad params, batches, a huge body, GET and DELETE, version headers, tokens", async () => {
+    const room = randomUUID();
+    const unknown = await rpc(room, request("resources/list"), { "mcp-protocol-version": "2025-11-25" });
+    assert.deepEqual([unknown.status, unknown.json.error.code], [200, -32601]);
+    const badParams = await rpc(room, request("tools/call", { arguments: {} }), { "mcp-protocol-version": "2025-11-25" });
+    assert.deepEqual([badParams.status, badParams.json.error.code], [200, -32602]);
+    const unknownTool = await rpc(room, request("tools/call", { name: "rm" }), { "mcp-protocol-version": "2025-11-25" });
+    assert.equal(unknownTool.json.error.message, "Unknown tool: rm");
+    const parse = await rpc(room, "{not json");
+    assert.deepEqual([parse.status, parse.json.error.code], [400, -32700]);
+    const batch = [request("ping", {}, 1), { jsonrpc: "2.0", method: "notifications/initialized" }, request("tools/list", {}, 2)];
+    const old = await rpc(room, batch);
+    assert.equal(old.status, 200);
+    assert.deepEqual(old.json.map((r) => r.id), [1, 2]);
+    assert.equal(old.json[1].result.tools.length, 3);
+    const later = await rpc(room, batch, { "mcp-protocol-version": "2025-06-18" });
+    assert.deepEqual([later.status, later.json.error.code], [400, -32600]);
+    const huge = await rpc(room, request("tools/call", { name: "run_command", arguments: { command: `echo ${"x".repeat(70_000)}` } }));
+    assert.equal(huge.status, 413);
+    for (const method of ["GET", "DELETE"]) {
+      const res = await service()(method, `/api/rooms/${room}/mcp`);
+      assert.deepEqual([res.status, res.headers.get("allow")], [405, "POST"], method);
+    }
+    const unsupported = await rpc(room, request("tools/list"), { "mcp-protocol-version": "2024-01-01" });
+    assert.equal(unsupported.status, 400);
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+    const modern = { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" };
+    const listed = await rpc(room, request("tools/list", { _meta: meta }), modern);
+    assert.deepEqual([listed.status, listed.json.result.resultType, listed.json.result.cacheScope], [200, "complete", "private"]);
+    const mismatch = await rpc(room, request("tools/list", { _meta: meta }), { ...modern, "mcp-method": "tools/call" });
+    assert.deepEqual([mismatch.status, mismatch.json.error.code], [400, -32020]);
+    const missing = await rpc(room, request("tools/list", { _meta: meta }), { "mcp-method": "tools/list" });
+    assert.deepEqual([missing.status, missing.json.error.code], [400, -32020]);
+    const future = await rpc(room, request("tools/list", { _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": "2099-01-01" } }), modern);
+    assert.deepEqual([future.status, future.json.error.code, future.json.error.data.requested], [400, -32022, "2099-01-01"]);
+    const gone = await rpc(room, request("ping", { _meta: meta }), { ...modern, "mcp-method": "ping" });
+    assert.deepEqual([gone.status, gone.json.error.code], [404, -32601]);
+    const init = await rpc(room, request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } }));
+    assert.equal(init.json.result.protocolVersion, "2025-06-18");
+    assert.equal(init.headers.get("mcp-session-id"), null, "stateless");
+    const note = await rpc(room, { jsonrpc: "2.0", method: "notifications/initialized" });
+    assert.deepEqual([note.status, note.text], [202, ""]);
+    const anonymous = await rpc(room, request("tools/list"), {}, null);
+    assert.deepEqual([anonymous.status, anonymous.headers.get("www-authenticate")], [401, "Bearer"]);
+    const crossSite = await rpc(room, request("tools/list"), { origin: "https://evil.example" });
+    assert.equal(crossSite.status, 403);
+  });
+
+  test("a call during DELETE of the room is a tool error, not a failed request", async () => {
+    const room = randomUUID();
+    const writer = await invite(room, "writer", "ana");
+    const c = await CLIENTS["v2 (legacy handshake)"](mcpUrl(room), writer);
+    try {
+      const running = c.callTool({ name: "run_command", arguments: { command: "sleep 3; echo late" } });
+      await sleep(500);
+      const deleted = await service()("DELETE", `/api/rooms/${room}`);
+      assert.equal(deleted.status, 200, deleted.text);
+      // The command had reached the shell: the destroy ends it, and the
+      // call answers so (a sandbox refusing it would be a tool error).
+      const result = await running;
+      const ended = result.isError || /destroyed/.test(result.structuredContent.stderr);
+      assert.ok(ended, JSON.stringify(result));
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("approvals in ask mode: a run_command waits for a writer, then runs; denied is a tool error", async () => {
+    const room = randomUUID();
+    const set = await service()("PUT", `/api/rooms/${room}/policy`, { agentCommands: "ask", deny: ["rm"] });
+    assert.equal(set.status, 200, set.text);
+    const writer = await invite(room, "writer", "ana-agent");
+    const feed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64(SERVICE)}`] });
+    await feed.opened;
+    const c = await CLIENTS["v2 (auto)"](mcpUrl(room), writer);
+    try {
+      const waiting = c.callTool({ name: "run_command", arguments: { command: "echo approved" } });
+      const asked = await feed.until((events) => events.find((e) => e.type === "approval"));
+      assert.deepEqual([asked.approval.command, asked.approval.askedBy], ["echo approved", "ana-agent"]);
+      const listed = await service()("GET", `/api/rooms/${room}/approvals`);
+      assert.deepEqual(listed.json.approvals.map((a) => a.id), [asked.approval.id]);
+      const decided = await service()("POST", `/api/rooms/${room}/approvals/${asked.approval.id}`, { decision: "approve", userId: "bo" });
+      assert.equal(decided.status, 200, decided.text);
+      const ran = await waiting;
+      assert.equal(ran.isError, false, JSON.stringify(ran));
+      assert.equal(ran.structuredContent.stdout, "approved\n");
+      const denying = c.callTool({ name: "run_command", arguments: { command: "echo nope" } });
+      const second = await feed.until((events) => events.filter((e) => e.type === "approval")[1]);
+      await service()("POST", `/api/rooms/${room}/approvals/${second.approval.id}`, { decision: "deny", userId: "bo" });
+      const denied = await denying;
+      assert.deepEqual([denied.isError, denied.content[0].text], [true, "not run: denied by bo"]);
+      const ruled = await c.callTool({ name: "run_command", arguments: { command: "rm -f x" } });
+      assert.deepEqual([ruled.isError, ruled.content[0].text], [true, "not run: denied by the room's rule `rm`"]);
+      const expiring = await c.callTool({ name: "run_command", arguments: { command: "echo nobody" } });
+      assert.deepEqual([expiring.isError, expiring.content[0].text], [true, "not run: expired, no writer approved it within 3 s"]);
+      const audit = await service()("GET", `/api/rooms/${room}/audit`);
+      const outcomes = audit.json.entries.map((e) => [e.command, e.outcome, e.decidedBy ?? e.rule ?? null]);
+      assert.deepEqual(outcomes, [["echo nobody", "refused", null], ["rm -f x", "refused", "rm"], ["echo nope", "refused", "bo"], ["echo approved", "ran", "bo"]]);
+      // An MCP approval belongs to no paused exchange: the alarm takes none.
+      const history = await service()("GET", `/api/rooms/${room}/messages`);
+      assert.deepEqual(history.json.messages, []);
+    } finally {
+      await c.close();
+      feed.close();
+    }
+  });
+});

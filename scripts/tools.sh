@@ -39,6 +39,21 @@ ensure_test_tools() {
   apt_install "${missing[@]}"
 }
 
+# The Python MCP SDK of tests/e2e/mcp.test.mjs, pinned, in target/mcp-venv;
+# installed again only when the pins change.
+ensure_mcp_venv() {
+  local venv=target/mcp-venv requirements=tests/e2e/support/mcp-requirements.txt
+  if [ ! -x "$venv/bin/python" ]; then
+    # Debian's own python3 keeps venv and ensurepip in a package of their own.
+    if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then apt_install python3-venv; fi
+    python3 -m venv "$venv"
+  fi
+  if ! cmp -s "$requirements" "$venv/.requirements"; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements"
+    cp "$requirements" "$venv/.requirements"
+  fi
+}
+
 # debootstrap builds the sandbox image's root filesystem, ip brings up the
 # loopback of its network namespace (scripts/image-check).
 ensure_image_tools() {

@@ -279,7 +279,7 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             "{method} {path} documents 413"
         );
     }
-    assert_eq!(bodies, 6);
+    assert_eq!(bodies, 7);
     let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
         .as_str()
         .unwrap();
@@ -318,6 +318,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
                 room(Action::Decide { approval: 1 })
             }
             ("GET", "/api/rooms/{roomId}/audit") => room(Action::Audit),
+            ("POST", "/api/rooms/{roomId}/mcp") => room(Action::Mcp),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");

@@ -130,7 +130,7 @@ describe("each room is an MCP server", () => {
 
   test("the Python SDK (mcp 2.3.0, default mode) lists tools and runs a command", async () => {
     const python = path.join(ROOT, "target/mcp-venv/bin/python");
-    assert.ok(fs.existsSync(python), "the venv is made by scripts/test (tests/e2e/support/mcp-venv)");
+    assert.ok(fs.existsSync(python), "the venv is made by scripts/test (ensure_mcp_venv in scripts/tools.sh)");
     const room = randomUUID();
     const writer = await invite(room, "writer", "py-agent");
     const script = path.join(ROOT, "tests/e2e/support/mcp_client.py");

@@ -70,6 +70,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         MAX_POLICY_RULES,
         MAX_RULE_CHARS,
         APPROVAL_TIMEOUT_SECONDS,
+        MCP_APPROVAL_WAIT_MS,
         AUDIT_ENTRIES,
         AUDIT_CMD_CHARS,
         DELTA_INTERVAL_MS,

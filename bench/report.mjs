@@ -27,10 +27,10 @@ const p = (...a) => lines.push(...a);
 const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? []), ...(feed?.load ?? [])].map((l) => l.loadavg[0]);
 
 // ---- targets
-const TARGET_GZIP = 200 * 1024;
+const TARGET_GZIP = upload?.budget ?? 216 * 1024;
 const targets = [
   {
-    what: "Gzipped upload ≤ 200 KiB (the CI budget)",
+    what: `Gzipped upload ≤ ${TARGET_GZIP / 1024} KiB (the CI budget; 200 KiB until each room became an MCP server)`,
     value: upload ? kib(upload.gzip) : "not measured",
     met: upload ? upload.gzip <= TARGET_GZIP : null,
     why: upload
@@ -118,7 +118,7 @@ if (upload) {
   p("| | raw | gzip |", "|---|---:|---:|");
   for (const [name, s] of Object.entries(upload.files)) p(`| ${name} | ${bytes(s.raw)} | ${bytes(s.gzip)} (alone) |`);
   p(`| **total upload** | **${bytes(upload.raw)}** | **${bytes(upload.gzip)}** |`, "");
-  p(`Budget (\`scripts/size-budget\`, fails above it): 200 KiB = 204,800 B gzipped (the TypeScript worker uploads 399 KiB) — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 120 KiB — ${upload.targetMet ? "met" : "not met"} (see below for what it would take).${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
+  p(`Budget (\`scripts/size-budget\`, fails above it): ${TARGET_GZIP / 1024} KiB = ${TARGET_GZIP.toLocaleString("en")} B gzipped (the TypeScript worker uploads 399 KiB; the budget was 200 KiB until each room became an MCP server, which costs 12.7 KiB of the upload) — ${upload.withinBudget ? "within" : "**exceeded**"}. Target 120 KiB — ${upload.targetMet ? "met" : "not met"} (see below for what it would take).${upload.wrangler ? ` wrangler's own line: \`Total Upload: ${upload.wrangler}\`.` : ""}`, "");
   p("`index.js` here is wrangler's re-bundle of build/index.js (not minified, hence larger than build/index.js); its source map is written beside it but not uploaded.", "");
   if (upload.assets?.files) p(`The web page's ${upload.assets.files} files (\`build/page/\`, written by \`scripts/page.mjs\`, ${bytes(upload.assets.raw)} raw, ${bytes(upload.assets.gzip)} gzipped one by one) go to the platform's asset store, uploaded apart from the Worker and not counted here; the Worker reads them through its \`ASSETS\` binding.`, "");
 }

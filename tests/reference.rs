@@ -71,6 +71,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         MAX_RULE_CHARS,
         APPROVAL_TIMEOUT_SECONDS,
         MCP_APPROVAL_WAIT_MS,
+        MAX_MCP_CALLS,
         AUDIT_ENTRIES,
         AUDIT_CMD_CHARS,
         DELTA_INTERVAL_MS,

@@ -10,6 +10,7 @@
 //! cannot run it, a room cleaned up meanwhile) is the call's tool error,
 //! which the client's model reads, never a failed request.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use duet_wire::ExecRequest;
@@ -19,21 +20,44 @@ use worker::{Delay, Response};
 use super::DuetAgent;
 use crate::api::access::RoomRole;
 use crate::api::limits::{
-    APPROVAL_TIMEOUT_SECONDS, EXEC_ANSWER_MS, EXEC_DEFAULT_TIMEOUT_MS, MCP_APPROVAL_WAIT_MS,
-    SANDBOXD_MARGIN_MS,
+    APPROVAL_TIMEOUT_SECONDS, AUDIT_CMD_CHARS, EXEC_ANSWER_MS, EXEC_DEFAULT_TIMEOUT_MS,
+    MAX_MCP_CALLS, MCP_APPROVAL_WAIT_MS, SANDBOXD_MARGIN_MS,
 };
 use crate::api::live::{Event, Source};
 use crate::api::policy::Verdict;
 use crate::api::token::Claims;
-use crate::api::wire::{Decision, HistoryResponse, Message, MessageRequest, MessageResponse, Role};
+use crate::api::wire::{
+    AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, MessageResponse,
+    Role,
+};
 use crate::api::{validate, ApiError};
 use crate::mcp::tools::{Output, Tool};
 use crate::mcp::{self, Call, Headers, Item, Reply};
 use crate::room::calls::{Consent, SandboxObject};
 use crate::runtime::{clock, config, respond, timeout};
+use crate::text::first_chars;
 
 /// How often a command waiting for a writer looks at its approval.
 const POLL_MS: u64 = 100;
+
+/// Counts a call in flight for as long as it lives.
+struct Calling<'a>(&'a Cell<usize>);
+
+impl<'a> Calling<'a> {
+    /// `None` when [`MAX_MCP_CALLS`] are in flight already.
+    fn enter(count: &'a Cell<usize>) -> Option<Self> {
+        (count.get() < MAX_MCP_CALLS).then(|| {
+            count.set(count.get() + 1);
+            Self(count)
+        })
+    }
+}
+
+impl Drop for Calling<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
 
 impl DuetAgent {
     /// `POST …/mcp`: one JSON-RPC message, or a 2025-03-26 batch.
@@ -72,13 +96,71 @@ impl DuetAgent {
         })
     }
 
+    /// Carries out a call, or refuses it (its role, or too many at once);
+    /// every one is in the room's audit (a command, by the Sandbox object
+    /// that runs it or here where it is refused).
     async fn call(&self, room: &str, call: &Call, asked_by: Option<&str>) -> Output {
+        let calling = Calling::enter(&self.mcp_calls);
+        let busy = || {
+            format!(
+                "the room is carrying out {MAX_MCP_CALLS} MCP calls, the most it takes at once; \
+                 try again shortly"
+            )
+        };
+        let refused = call
+            .refused
+            .clone()
+            .or_else(|| calling.is_none().then(busy));
+        if let Some(why) = refused {
+            self.audit_call(room, call, asked_by, AuditOutcome::Refused)
+                .await;
+            return Output::Failed(why);
+        }
         let done = match call.tool {
             Tool::ReadHistory => self.read_history(room).await,
             Tool::SendMessage => self.send_message(room, &call.arguments, asked_by).await,
             Tool::RunCommand => self.run_command(room, &call.arguments, asked_by).await,
         };
-        done.unwrap_or_else(|e| Output::Failed(e.to_string()))
+        let done = done.unwrap_or_else(|e| Output::Failed(e.to_string()));
+        if call.tool != Tool::RunCommand {
+            let outcome = match done {
+                Output::Done(_) => AuditOutcome::Ran,
+                Output::Failed(_) => AuditOutcome::Failed,
+            };
+            self.audit_call(room, call, asked_by, outcome).await;
+        }
+        done
+    }
+
+    /// Records a call that ran no command: what it sent (a command, a
+    /// message's text), if anything, under its tool's name.
+    async fn audit_call(
+        &self,
+        room: &str,
+        call: &Call,
+        asked_by: Option<&str>,
+        outcome: AuditOutcome,
+    ) {
+        let sent = call.arguments["command"]
+            .as_str()
+            .or(call.arguments["text"].as_str())
+            .unwrap_or_default();
+        if let Ok(sandbox) = SandboxObject::of(&self.env, room) {
+            let entry = AuditEntry {
+                at: clock::now_ms(),
+                command: first_chars(sent, AUDIT_CMD_CHARS).to_owned(),
+                source: Source::Mcp,
+                asked_by: asked_by.map(str::to_owned),
+                outcome,
+                decided_by: None,
+                rule: None,
+                exit_code: None,
+                duration_ms: None,
+                timed_out: false,
+                tool: Some(call.tool.name()),
+            };
+            sandbox.audit(&entry).await;
+        }
     }
 
     async fn read_history(&self, room: &str) -> Result<Output, ApiError> {

@@ -25,6 +25,8 @@ mod invites;
 mod mcp;
 mod store;
 
+use std::cell::Cell;
+
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Env, Response, State};
@@ -54,6 +56,8 @@ pub struct DuetAgent {
     clock: RoomClock,
     generation: Generation,
     approvals: Approvals,
+    /// MCP tool calls in flight (`mcp`).
+    mcp_calls: Cell<usize>,
 }
 
 /// The runtime's entry points (by hand: see the crate docs).
@@ -75,6 +79,7 @@ impl DuetAgent {
             timing: Timing::of(&env),
             env,
             clock: RoomClock::default(),
+            mcp_calls: Cell::new(0),
         }
     }
 

@@ -110,3 +110,7 @@ pub const AUDIT_CMD_CHARS: usize = 500;
 /// answers within 57 s, under the 60 s the official SDKs' clients wait for
 /// an answer by default.
 pub const MCP_APPROVAL_WAIT_MS: u64 = 30_000;
+/// MCP tool calls a room carries out at once (more are refused, as tool
+/// errors to try again), and messages one 2025-03-26 batch may hold: the
+/// shell is one, and each call may hold it for a command's 25 s.
+pub const MAX_MCP_CALLS: usize = 8;

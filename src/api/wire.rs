@@ -128,6 +128,10 @@ pub struct AuditEntry {
     pub exit_code: Option<i32>,
     pub duration_ms: Option<u64>,
     pub timed_out: bool,
+    /// For an MCP client's call, the tool it called (`run_command` for its
+    /// commands; for the others, `command` is what it sent, if anything).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<&'static str>,
 }
 
 /// `GET .../messages`.

@@ -17,6 +17,7 @@ pub mod version;
 use serde_json::{Map, Value};
 
 use crate::api::access::RoomRole;
+use crate::api::limits::MAX_MCP_CALLS;
 use rpc::{error, object, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use tools::Tool;
 use version::{META_CAPABILITIES, META_CLIENT, META_SERVER, META_VERSION, MODERN};
@@ -55,7 +56,7 @@ pub enum Item {
     Call(Call),
 }
 
-/// A tool call the caller may make (its role allows it).
+/// A tool call, for the room to carry out, or to refuse and record.
 #[derive(Debug, PartialEq)]
 pub struct Call {
     pub id: Value,
@@ -65,6 +66,9 @@ pub struct Call {
     pub arguments: Value,
     /// The client's name, where the request says it (2026-07-28 `_meta`).
     pub client: Option<String>,
+    /// Why the caller's role may not make it, if it may not: its answer
+    /// is then this tool error.
+    pub refused: Option<String>,
 }
 
 /// A POST's messages, in order; `batch` when they came as an array.
@@ -97,8 +101,8 @@ pub fn read(headers: Headers<'_>, body: &[u8], role: RoomRole) -> Result<Post, R
         return Err(refused(400, error(None, INVALID_REQUEST, why)));
     }
     let initialize = messages.iter().any(|m| m["method"] == "initialize");
-    if messages.is_empty() || (initialize && messages.len() > 1) {
-        let why = "a batch holds one message or more, and initialize only alone";
+    if messages.is_empty() || messages.len() > MAX_MCP_CALLS || (initialize && messages.len() > 1) {
+        let why = "a batch holds 1 to 8 messages, and initialize only alone";
         return Err(refused(400, error(None, INVALID_REQUEST, why)));
     }
     let items = messages
@@ -345,7 +349,7 @@ fn capabilities() -> Value {
 
 /// A `tools/call`: an unknown tool or unreadable params are protocol
 /// errors; a tool the role does not allow is a tool error, which the
-/// caller's model reads.
+/// caller's model reads (and the room's audit records, as every call).
 fn call(
     id: &Value,
     version: &'static str,
@@ -365,22 +369,21 @@ fn call(
         Value::Object(_) => params["arguments"].clone(),
         _ => return invalid("Invalid params: `arguments` must be an object".into()),
     };
-    let call = Call {
+    let refused = (tool.needed() > role).then(|| {
+        format!(
+            "{name} needs the {} role; this token gives {}",
+            tool.needed().name(),
+            role.name()
+        )
+    });
+    Item::Call(Call {
         id: id.clone(),
         version,
         tool,
         arguments,
         client,
-    };
-    if tool.needed() > role {
-        let why = format!(
-            "{name} needs the {} role; this token gives {}",
-            tool.needed().name(),
-            role.name()
-        );
-        return Item::Answered(answer(&call, &tools::Output::Failed(why)));
-    }
-    Item::Call(call)
+        refused,
+    })
 }
 
 #[cfg(test)]

@@ -116,8 +116,21 @@ fn a_tool_call_is_handed_on_and_a_refused_one_is_a_tool_error() {
     };
     assert_eq!((call.tool, call.version), (Tool::RunCommand, "2025-11-25"));
     assert_eq!(call.arguments["command"], "ls");
-    let refused = answered(LEGACY, request("tools/call", params), RoomRole::Watcher);
-    let result = &refused.body.unwrap()["result"];
+    assert_eq!(call.refused, None);
+    let Ok(Post { mut items, .. }) =
+        post(LEGACY, &request("tools/call", params), RoomRole::Watcher)
+    else {
+        panic!()
+    };
+    let Some(Item::Call(call)) = items.pop() else {
+        panic!()
+    };
+    let why = call.refused.clone().unwrap();
+    assert_eq!(
+        why,
+        "run_command needs the writer role; this token gives watcher"
+    );
+    let result = &answer(&call, &tools::Output::Failed(why)).body.unwrap()["result"];
     assert_eq!(result["isError"], true);
     assert_eq!(
         result["content"][0]["text"],
@@ -341,12 +354,15 @@ fn modern_headers_must_match_the_body() {
         assert_eq!(reply.status, 400, "{headers:?}");
         assert_eq!(reply.body.unwrap()["error"]["code"], code, "{headers:?}");
     }
-    let encoded = answered(
+    let encoded = post(
         modern_headers("tools/call", Some("=?base64?cnVuX2NvbW1hbmQ=?=")),
-        body,
-        RoomRole::Watcher,
+        &body,
+        RoomRole::Writer,
     );
-    assert_eq!(encoded.status, 200, "a base64 name is read");
+    let Ok(Post { mut items, .. }) = encoded else {
+        panic!("a base64 name is read: {encoded:?}")
+    };
+    assert!(matches!(items.pop(), Some(Item::Call(_))));
 }
 
 #[test]

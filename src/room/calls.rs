@@ -43,6 +43,7 @@ impl Consent {
             exit_code: None,
             duration_ms: None,
             timed_out: false,
+            tool: source.tool(),
         }
     }
 }

@@ -289,6 +289,7 @@ impl Sandbox {
                     exit_code: ended.map(|ended| ended.exit_code),
                     duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
                     timed_out: ended.is_some_and(|ended| ended.timed_out),
+                    tool: source.tool(),
                 })?;
                 let result = result?;
                 Ok(respond::json(

@@ -96,10 +96,22 @@ describe("each room is an MCP server", () => {
         const bad = await c.callTool({ name: "run_command", arguments: { command: "" } });
         assert.equal(bad.isError, true);
         assert.match(bad.content[0].text, /non-empty string/);
+        // Every call is in the audit, newest first; commands by what ran.
         const audit = await service()("GET", `/api/rooms/${room}/audit`);
         const mine = audit.json.entries.filter((e) => e.source === "mcp");
-        assert.equal(mine.length, 2, JSON.stringify(audit.json));
-        assert.deepEqual([mine.at(-1).askedBy, mine.at(-1).outcome, mine.at(-1).exitCode], ["ana-agent", "ran", 3]);
+        assert.deepEqual(
+          mine.map((e) => [e.tool, e.command, e.outcome]),
+          [
+            ["read_history", "", "ran"],
+            ["send_message", "just saying", "ran"],
+            ["send_message", "hello room", "ran"],
+            ["run_command", "sleep 5", "ran"],
+            ["run_command", "echo from-mcp; echo oops >&2; sh -c 'exit 3'", "ran"],
+          ],
+          JSON.stringify(audit.json),
+        );
+        assert.ok(mine.every((e) => e.askedBy === "ana-agent"));
+        assert.equal(mine.at(-1).exitCode, 3);
       } finally {
         await c.close();
         feed.close();
@@ -125,7 +137,26 @@ describe("each room is an MCP server", () => {
       }
     }
     const audit = await service()("GET", `/api/rooms/${room}/audit`);
-    assert.equal(audit.json.entries.length, 0, "nothing ran");
+    assert.deepEqual(
+      audit.json.entries.map((e) => [e.tool, e.command, e.outcome, e.askedBy]),
+      [["read_history", "", "ran", "bo"], ["run_command", "echo no", "refused", "bo"], ["read_history", "", "ran", "bo"], ["run_command", "echo no", "refused", "bo"]],
+      "every call, the refused ones too; nothing ran",
+    );
+  });
+
+  test("a room carries out at most 8 calls at once; the ninth is told to try again", async () => {
+    const room = randomUUID();
+    const writer = await invite(room, "writer", "busy-agent");
+    const call = (i) => rpc(room, request("tools/call", { name: "run_command", arguments: { command: "sleep 0.3" } }, i), { "mcp-protocol-version": "2025-11-25" }, writer);
+    const first = Array.from({ length: 8 }, (_, i) => call(i + 1));
+    await sleep(300);
+    const ninth = await call(9);
+    assert.equal(ninth.status, 200);
+    assert.equal(ninth.json.result.isError, true);
+    assert.match(ninth.json.result.content[0].text, /carrying out 8 MCP calls/);
+    for (const res of await Promise.all(first)) assert.equal(res.json.result.isError, false, res.text);
+    const after = await call(10);
+    assert.equal(after.json.result.isError, false, "room again once they ended");
   });
 
   test("the Python SDK (mcp 2.3.0, default mode) lists tools and runs a command", async () => {
@@ -158,6 +189,9 @@ describe("each room is an MCP server", () => {
     assert.equal(old.status, 200);
     assert.deepEqual(old.json.map((r) => r.id), [1, 2]);
     assert.equal(old.json[1].result.tools.length, 3);
+    const nine = await rpc(room, Array.from({ length: 9 }, (_, i) => request("ping", {}, i + 1)));
+    assert.equal(nine.status, 400, "a batch holds at most 8 messages");
+    assert.equal(nine.json.error.code, -32600);
     const later = await rpc(room, batch, { "mcp-protocol-version": "2025-06-18" });
     assert.deepEqual([later.status, later.json.error.code], [400, -32600]);
     const huge = await rpc(room, request("tools/call", { name: "run_command", arguments: { command: `echo ${"x".repeat(70_000)}` } }));

@@ -159,19 +159,33 @@ describe("each room is an MCP server", () => {
     assert.equal(after.json.result.isError, false, "room again once they ended");
   });
 
-  test("the Python SDK (mcp 2.3.0, default mode) lists tools and runs a command", async () => {
+  test("the Python SDK (mcp 2.3.0, default mode): lists tools, runs a command a watcher sees, reads history, is refused by role", async () => {
     const python = path.join(ROOT, "target/mcp-venv/bin/python");
     assert.ok(fs.existsSync(python), "the venv is made by scripts/test (ensure_mcp_venv in scripts/tools.sh)");
     const room = randomUUID();
     const writer = await invite(room, "writer", "py-agent");
+    const watcherToken = await invite(room, "watcher", "py-watcher");
+    const feed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64(watcherToken)}`] });
+    await feed.opened;
+    await service()("POST", `/api/rooms/${room}/message`, { text: "before python", userId: "ana" });
     const script = path.join(ROOT, "tests/e2e/support/mcp_client.py");
-    const out = spawnSync(python, [script, mcpUrl(room), writer], { encoding: "utf8", timeout: 60_000 });
+    const out = spawnSync(python, [script, mcpUrl(room), writer, watcherToken], { encoding: "utf8", timeout: 60_000 });
     assert.equal(out.status, 0, out.stderr);
     const said = JSON.parse(out.stdout);
     assert.deepEqual(said.tools, ["run_command", "read_history", "send_message"]);
     assert.deepEqual([said.exitCode, said.stdout], [0, "from-python\n"]);
+    assert.deepEqual(said.history.map((m) => m.text), ["before python", "echo: before python"]);
+    assert.deepEqual(said.watcherTools, ["read_history"]);
+    assert.deepEqual(said.refused, { isError: true, text: "run_command needs the writer role; this token gives watcher" });
+    const command = await feed.until((events) => events.find((e) => e.type === "command" && e.source === "mcp"));
+    assert.deepEqual([command.cmd, command.askedBy], ["echo from-python", "py-agent"]);
+    await feed.until((events) => events.some((e) => e.type === "output" && e.id === command.id && e.data === "from-python\n"));
+    feed.close();
     const audit = await service()("GET", `/api/rooms/${room}/audit`);
-    assert.equal(audit.json.entries[0].askedBy, "py-agent");
+    assert.deepEqual(
+      audit.json.entries.map((e) => [e.tool, e.outcome, e.askedBy]),
+      [["run_command", "refused", "py-watcher"], ["read_history", "ran", "py-agent"], ["run_command", "ran", "py-agent"]],
+    );
   });
 
   test("edge cases: unknown method, bad params, batches, a huge body, GET and DELETE, version headers, tokens", async () => {

@@ -15,7 +15,7 @@ const outDir = path.resolve(process.argv[3] ?? path.join(ROOT, "docs"));
 const r = JSON.parse(fs.readFileSync(resultsFile, "utf8"));
 const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
 const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
-const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta, feed } = r.sections;
+const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta, feed, mcp } = r.sections;
 const d = r.derived;
 
 const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -24,7 +24,7 @@ const bytes = (b) => `${b.toLocaleString("en-US")} B (${kib(b)})`;
 const LEVELS = ["c1", "c8", "c32"];
 const lines = [];
 const p = (...a) => lines.push(...a);
-const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? []), ...(feed?.load ?? [])].map((l) => l.loadavg[0]);
+const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? []), ...(feed?.load ?? []), ...(mcp?.load ?? [])].map((l) => l.loadavg[0]);
 
 // ---- targets
 const TARGET_GZIP = upload?.budget ?? 216 * 1024;
@@ -285,6 +285,27 @@ if (feed) {
   p(`| resume after the full log: socket opened → the last missed event | ${pair(rs.resume.toLastMissed)} (\`hello\` after ${pair(rs.resume.toHello)}) | ${rs.resume.events} events, ${bytes(rs.resume.bytes)} | the same bytes live: ${pair(rs.live.commandToEnd)} (next row); a fresh join's \`hello\`: ${pair(rs.freshJoin.toHello)} (last row) | the object reads the missed events in one SQLite query and sends them all, after the \`hello\`, while accepting the socket: nothing waits on sandboxd, and the frames are the log's rows with their numbers. As the room's only watcher, it also waits, as a fresh join does, for the room's DuetAgent to be told someone watches (one object hop) before its socket is answered. |`);
   p(`| the same 1 MiB live: \`command\` → \`command_end\` | ${pair(rs.live.commandToEnd)} | ${span(rs.live.events)} events, at most ${bytes(rs.live.bytes[1])} | sandboxd's stream read directly: ${pair(rs.direct.startToEnd)} (${span(rs.direct.outputEvents)} output events) | sandboxd's stream is the floor; the rest is the object reading it as it comes (twice the output: its end line is the whole \`/exec\` answer, stdout included), each piece parsed, logged and sent before the next is read. The exec is answered after ${pair(rs.live.execAnswered)}; the same exec where nobody watches, which reads sandboxd's plain \`/exec\` and gives the log its 64 events whole at the end, after ${pair(rs.unwatched.execAnswered)}${rs.unwatched.execAnswered.p50 < rs.live.execAnswered.p50 / 2 ? ": the log's writes are not what takes the time" : ""}. |`);
   p(`| a fresh join: socket opened → \`hello\` | ${pair(rs.freshJoin.toHello)} | one frame of ${bytes(rs.freshJoin.helloBytes)} (empty history, ${rs.freshJoin.recentEvents} events of the terminal's past) | – | the terminal's past is at most 64 KiB of whole events, read from the log newest first; the history is asked of the room's DuetAgent, which is then told someone watches: two object hops. |`);
+  p("");
+}
+// ---- the room as an MCP server: run_command against /sandbox/exec
+if (mcp) {
+  const st = mcp.settings;
+  const pair = (x) => `${ms(x.p50)} / ${ms(x.p99)}`;
+  const times = (a, b) => `${(a / b).toFixed(2)}×`;
+  const connect = mcp.sdkConnect.map((x) => `${x.http}${x.method ? ` \`${x.method}\`` : ""} ${x.status}`).join(", ");
+  p("## The room as an MCP server", "");
+  p(`What a command costs through the room's MCP server, measured ${mcp.date.slice(0, 10)} (${mcp.date.slice(11, 16)} UTC) by \`node bench/mcp.mjs\`: \`tools/call run_command\` on \`POST /api/rooms/{roomId}/mcp\` against the same command through \`POST /api/rooms/{roomId}/sandbox/exec\`. The worker runs on workerd in a process of its own (\`bench/lib/serve-worker.mjs\`), sandboxd in another, the client in a third; all requests go to one room, so to the same Sandbox object and the same bash. ${st.runs} iterations per command after ${st.warmup} of warm-up; each runs the three ways one after the other, in an order that turns from one iteration to the next (${st.orders.map((o) => o.replace("hand", "a").replace("sdk", "b").replace("exec", "c")).join(", ")}), so that all three see the same machine, and every answer is checked (exit code 0, the whole stdout). The three ways: (a) one JSON-RPC POST by hand, the wire cost alone (\`content-type: application/json\`, \`accept: application/json, text/event-stream\`, \`mcp-protocol-version: ${st.protocolVersion}\`; no \`initialize\`: the server is stateless, and the run's first request, a \`tools/call\` out of the blue, was answered ${mcp.stateless.status} with \`${mcp.stateless.contentType}\` and ${mcp.stateless.sessionId === null ? "no session" : `session ${mcp.stateless.sessionId}`}); (b) the official SDK client's \`callTool\` (\`${st.sdk}\`, default handshake, connected once and reused: ${connect}; the tools listed once, as a client does, so that each result is checked against \`run_command\`'s \`outputSchema\`; one POST per call, counted); (c) \`/sandbox/exec\`, the reference. "Added" is the difference iteration by iteration. Milliseconds, p50 / p99; on this shared machine p99 is set by other work more than by either path.`, "");
+  if (mcp.quick) p("**Quick run (`BENCH_QUICK=1`): do not quote these figures.**", "");
+  p("| command | way | time | reference | added | why |", "|---|---|---:|---:|---:|---|");
+  const trivial = mcp.commands.trivial;
+  for (const c of Object.values(mcp.commands)) {
+    const label = `\`${c.command}\`${c.stdoutBytes > 1024 ? ` (${bytes(c.stdoutBytes)} of stdout)` : ""}`;
+    const enc = c.encoding.mcp || c.encoding.exec ? ` (workerd ${c.encoding.mcp === c.encoding.exec ? `${c.encoding.mcp}s both` : `gives MCP ${c.encoding.mcp ?? "none"}, exec ${c.encoding.exec ?? "none"}`}, as the client's fetch accepts it)` : "";
+    const big = c.stdoutBytes > 1024;
+    p(`| ${label} | (c) \`/sandbox/exec\` | ${pair(c.exec)} | – | – | the reference: front door → Sandbox object → sandboxd and back; its answer is ${bytes(c.answerBytes.exec)}${enc}. |`);
+    p(`| | (a) \`tools/call\` by hand | ${pair(c.hand)} | (c) ${pair(c.exec)} | ${pair(c.added.handOverExec)} | one object hop more: front door → DuetAgent (the JSON-RPC message and its headers read, the room's policy judged, the room's use noted) → Sandbox object (the same exec, as source \`mcp\`) → sandboxd; the result comes back through the DuetAgent, which reads it and writes it twice, as text and as \`structuredContent\`, in the JSON-RPC answer: ${bytes(c.answerBytes.mcp)}, ${times(c.answerBytes.mcp, c.answerBytes.exec)} exec's${big ? `; the ${ms(c.added.handOverExec.p50 - trivial.added.handOverExec.p50)} ms added beyond \`echo hi\`'s (p50) go with the output: the result crosses one more object boundary (${kib(c.answerBytes.exec)} from the Sandbox object to the DuetAgent, then ${kib(c.answerBytes.mcp)} to the front door, against exec's ${kib(c.answerBytes.exec)} once), is parsed and written again, and the text, JSON inside a JSON string, escapes each newline twice` : ""}. |`);
+    p(`| | (b) the SDK's \`callTool\` | ${pair(c.sdk)} | (a) ${pair(c.hand)} | ${pair(c.added.sdkOverHand)} (over (c): ${pair(c.added.sdkOverExec)}) | the same request on the wire (${c.sdkRequestsPerCall} POST per call); on top, the SDK's own work in the client: the request built and sent through its transport, the answer's content type checked, the result parsed and checked against the protocol's schema and \`structuredContent\` against \`run_command\`'s \`outputSchema\`${big ? `, here on an answer of ${kib(c.answerBytes.mcp)}` : ""}. |`);
+  }
   p("");
 }
 if (lifecycle) {

@@ -38,13 +38,6 @@ pub enum Source {
     Mcp,
 }
 
-impl Source {
-    /// The MCP tool a command of this source came by, for the audit.
-    pub fn tool(self) -> Option<&'static str> {
-        (self == Self::Mcp).then_some(crate::mcp::tools::Tool::RunCommand.name())
-    }
-}
-
 /// Why the feed closed a watcher's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

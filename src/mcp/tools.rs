@@ -7,6 +7,7 @@
 //! There are no file tools: a file read or written through the shell is
 //! judged by the room's rules as the command it is.
 
+use crate::api::live::Source;
 use serde_json::Value;
 
 use super::rpc::object;
@@ -29,6 +30,12 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// The tool a command from `source` came by, as the audit names it:
+    /// `run_command` for an MCP client's, none for the others.
+    pub fn of_command(source: Source) -> Option<&'static str> {
+        (source == Source::Mcp).then_some(Self::RunCommand.name())
+    }
+
     pub const ALL: [Self; 3] = [Self::RunCommand, Self::ReadHistory, Self::SendMessage];
 
     pub fn name(self) -> &'static str {

@@ -16,6 +16,7 @@ use crate::api::live::{Event, Source};
 use crate::api::route::{self, Action, Route};
 use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, AuditOutcome, Message};
 use crate::api::ApiError;
+use crate::mcp::tools::Tool;
 use crate::runtime::{bindings, clock, internal};
 use crate::text::first_chars;
 
@@ -43,7 +44,7 @@ impl Consent {
             exit_code: None,
             duration_ms: None,
             timed_out: false,
-            tool: source.tool(),
+            tool: Tool::of_command(source),
         }
     }
 }

@@ -58,6 +58,7 @@ use crate::api::wire::{
     exec_end, exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse,
 };
 use crate::api::{validate, ApiError};
+use crate::mcp::tools::Tool;
 use crate::room::access::{self, Generation};
 use crate::room::calls::AgentObject;
 use crate::room::clock::{Due, RoomClock, Timing};
@@ -289,7 +290,7 @@ impl Sandbox {
                     exit_code: ended.map(|ended| ended.exit_code),
                     duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
                     timed_out: ended.is_some_and(|ended| ended.timed_out),
-                    tool: source.tool(),
+                    tool: Tool::of_command(source),
                 })?;
                 let result = result?;
                 Ok(respond::json(

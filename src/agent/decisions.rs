@@ -24,7 +24,8 @@ impl DuetAgent {
         let policy: Policy = validate::policy_update(body, &self.policy()?)?;
         self.touch(room).await?;
         self.approvals.set_policy(&policy)?;
-        self.publish(room, &Event::Policy { policy: &policy }).await;
+        self.publish(room, &[Event::Policy { policy: &policy }])
+            .await;
         Ok(respond::json(200, &policy)?)
     }
 
@@ -49,9 +50,9 @@ impl DuetAgent {
         self.schedule(now).await?;
         self.publish(
             room,
-            &Event::Decided {
+            &[Event::Decided {
                 approval: &approval,
-            },
+            }],
         )
         .await;
         Ok(respond::json(
@@ -70,7 +71,7 @@ impl DuetAgent {
         };
         let expired = self.approvals.expire(clock::now_ms())?;
         for approval in &expired {
-            self.publish(&room, &Event::Decided { approval }).await;
+            self.publish(&room, &[Event::Decided { approval }]).await;
         }
         while let Some(ready) = self.approvals.take_ready()? {
             if let Err(e) = self.go_on(&room, ready).await {
@@ -81,7 +82,8 @@ impl DuetAgent {
                     error: e.to_string(),
                 });
                 let error = e.to_string();
-                self.publish(&room, &Event::Failed { error: &error }).await;
+                self.publish(&room, &[Event::Failed { error: &error }])
+                    .await;
             }
         }
         Ok(())
@@ -113,11 +115,13 @@ impl DuetAgent {
         self.clock.still_current(epoch)?;
         let (agent, approvals) = self.conclude(done).await?;
         self.store.append(std::slice::from_ref(&agent))?;
-        self.publish(room, &Event::Message { message: &agent })
-            .await;
-        for approval in &approvals {
-            self.publish(room, &Event::Approval { approval }).await;
-        }
+        let mut events = vec![Event::Message { message: &agent }];
+        events.extend(
+            approvals
+                .iter()
+                .map(|approval| Event::Approval { approval }),
+        );
+        self.publish(room, &events).await;
         Ok(())
     }
 

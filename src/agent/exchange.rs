@@ -443,7 +443,7 @@ impl<'a> Run<'a> {
             round,
             text,
         };
-        self.sandbox.publish(&event).await;
+        self.sandbox.publish(&[event]).await;
     }
 
     /// Runs a command the room let through, or records why it did not;

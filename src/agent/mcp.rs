@@ -202,7 +202,7 @@ impl DuetAgent {
                 text: request.text,
                 ts: clock::now_ms() as i64,
             };
-            self.publish(room, &Event::Message { message: &message })
+            self.publish(room, &[Event::Message { message: &message }])
                 .await;
             return Ok(Output::Done(r#"{"asked":false}"#.into()));
         }
@@ -295,7 +295,7 @@ impl DuetAgent {
         .min(MCP_APPROVAL_WAIT_MS);
         let asked = self.approvals.ask(cmd, asked_by, now, now + wait_ms)?;
         self.schedule(now).await?;
-        self.publish(room, &Event::Approval { approval: &asked })
+        self.publish(room, &[Event::Approval { approval: &asked }])
             .await;
         let decided = loop {
             Delay::from(Duration::from_millis(POLL_MS)).await;
@@ -315,9 +315,9 @@ impl DuetAgent {
                     Ok(approval) => {
                         self.publish(
                             room,
-                            &Event::Decided {
+                            &[Event::Decided {
                                 approval: &approval,
-                            },
+                            }],
                         )
                         .await;
                         break approval;

@@ -233,23 +233,37 @@ impl DuetAgent {
             text: request.text,
             ts: started as i64,
         };
-        // The room's log has the message at once, the reply when it is
-        // stored; watchers see the answer as it comes too.
-        self.publish(room, &Event::Message { message: &user }).await;
+        // Watchers see the message at once, the answer as it comes and the
+        // reply when it is stored. Where nobody watches, the room's log is
+        // given the message with the reply (after the exchange's commands),
+        // in one call to the Sandbox object rather than two.
         let watched = self.store.watching()?;
+        let asked = || Event::Message { message: &user };
+        if watched {
+            self.publish(room, &[asked()]).await;
+        }
+        let unseen = (!watched).then(asked);
         let (agent, approvals) = match self.exchange(room, &user, watched).await {
             Ok(done) => done,
             Err(e) => {
                 let error = e.to_string();
-                self.publish(room, &Event::Failed { error: &error }).await;
+                let failed = Event::Failed { error: &error };
+                self.publish(
+                    room,
+                    &unseen.into_iter().chain([failed]).collect::<Vec<_>>(),
+                )
+                .await;
                 return Err(e);
             }
         };
-        self.publish(room, &Event::Message { message: &agent })
-            .await;
-        for approval in &approvals {
-            self.publish(room, &Event::Approval { approval }).await;
-        }
+        let mut events: Vec<Event> = unseen.into_iter().collect();
+        events.push(Event::Message { message: &agent });
+        events.extend(
+            approvals
+                .iter()
+                .map(|approval| Event::Approval { approval }),
+        );
+        self.publish(room, &events).await;
         Ok((agent, approvals))
     }
 
@@ -287,11 +301,11 @@ impl DuetAgent {
         Ok((agent, approvals))
     }
 
-    /// Sends an event to the room's live feed and its log, if it can be
-    /// reached.
-    async fn publish(&self, room: &str, event: &Event<'_>) {
+    /// Sends events, in order, to the room's live feed and its log, if it
+    /// can be reached.
+    async fn publish(&self, room: &str, events: &[Event<'_>]) {
         if let Ok(sandbox) = SandboxObject::of(&self.env, room) {
-            sandbox.publish(event).await;
+            sandbox.publish(events).await;
         }
     }
 

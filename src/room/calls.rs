@@ -284,15 +284,16 @@ impl SandboxObject {
         Ok(())
     }
 
-    /// Sends an event to the room's live feed. A feed that cannot be
-    /// reached costs the caller nothing but the event.
-    pub async fn publish(&self, event: &Event<'_>) {
-        let event = event.to_json();
+    /// Sends events, in order, to the room's live feed and its log. A feed
+    /// that cannot be reached costs the caller nothing but the events.
+    pub async fn publish(&self, events: &[Event<'_>]) {
+        // One JSON object a line: JSON text has no raw newline.
+        let lines: Vec<String> = events.iter().map(Event::to_json).collect();
         let _ = send(
             &self.stub,
             &self.room,
             Call::Publish,
-            Some(event.as_bytes()),
+            Some(lines.join("\n").as_bytes()),
         )
         .await;
     }

@@ -328,9 +328,11 @@ impl Sandbox {
             }
             Asked::Public(Action::Live) => self.join(&req, url, &room, claims.as_ref()).await,
             Asked::Call(Call::Publish) => {
-                let event = String::from_utf8(body::read(req).await?)
+                let events = String::from_utf8(body::read(req).await?)
                     .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
-                self.feed.publish(&self.state, &event)?;
+                for event in events.lines() {
+                    self.feed.publish(&self.state, event)?;
+                }
                 Ok(Response::empty()?)
             }
             Asked::Call(Call::HistoryExpired) => {

@@ -172,7 +172,18 @@ fn message(message: &Value, headers: Headers<'_>, role: RoomRole, in_batch: bool
     if !message.is_object() || message["jsonrpc"] != "2.0" {
         return invalid("Invalid Request: not a JSON-RPC 2.0 message");
     }
+    // A revision not served is refused whatever the message, even one
+    // that needs no answer (requests say more, below).
     let id = message.get("id");
+    let answerless = id.is_none() || message.get("method").is_none();
+    if let (true, Some(asked)) = (answerless, headers.protocol_version) {
+        if !version::SUPPORTED.contains(&asked) {
+            return invalid(&format!(
+                "unsupported MCP-Protocol-Version {asked}; supported: {}",
+                version::SUPPORTED.join(", ")
+            ));
+        }
+    }
     let Some(method) = message.get("method") else {
         // A client's response (to a request this server never sends).
         return match message.get("result").or(message.get("error")) {
@@ -305,11 +316,16 @@ fn legacy(
         ))));
     }
     let Some(version) = version::legacy_of(headers.protocol_version) else {
-        let why = format!(
-            "unsupported MCP-Protocol-Version {}; supported: {}",
-            headers.protocol_version.unwrap_or_default(),
-            version::SUPPORTED.join(", ")
-        );
+        let why = match headers.protocol_version {
+            Some(MODERN) => format!(
+                "a {MODERN} request names its revision in params._meta[\"{META_VERSION}\"] too"
+            ),
+            asked => format!(
+                "unsupported MCP-Protocol-Version {}; supported: {}",
+                asked.unwrap_or_default(),
+                version::SUPPORTED.join(", ")
+            ),
+        };
         return Err(refused(400, error(Some(id), INVALID_REQUEST, &why)));
     };
     match method {

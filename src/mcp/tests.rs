@@ -74,10 +74,24 @@ fn initialize_echoes_or_offers_the_newest_and_mints_no_session() {
 #[test]
 fn notifications_and_responses_are_202() {
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let accepted = answered(LEGACY, note, RoomRole::Watcher);
+    let accepted = answered(LEGACY, note.clone(), RoomRole::Watcher);
     assert_eq!((accepted.status, accepted.body), (202, None));
     let response = json!({"jsonrpc": "2.0", "id": 4, "result": {}});
-    assert_eq!(answered(LEGACY, response, RoomRole::Watcher).status, 202);
+    assert_eq!(
+        answered(LEGACY, response.clone(), RoomRole::Watcher).status,
+        202
+    );
+    let unserved = Headers {
+        protocol_version: Some("1999-01-01"),
+        ..LEGACY
+    };
+    for message in [note, response] {
+        let refused = answered(unserved, message, RoomRole::Watcher);
+        assert_eq!(
+            refused.status, 400,
+            "an unserved revision, even with nothing to answer"
+        );
+    }
 }
 
 #[test]

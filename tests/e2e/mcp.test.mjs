@@ -147,9 +147,9 @@ describe("each room is an MCP server", () => {
   test("a room carries out at most 8 calls at once; the ninth is told to try again", async () => {
     const room = randomUUID();
     const writer = await invite(room, "writer", "busy-agent");
-    const call = (i) => rpc(room, request("tools/call", { name: "run_command", arguments: { command: "sleep 1" } }, i), { "mcp-protocol-version": "2025-11-25" }, writer);
+    const call = (i) => rpc(room, request("tools/call", { name: "run_command", arguments: { command: "sleep 2" } }, i), { "mcp-protocol-version": "2025-11-25" }, writer);
     // Nine at once: the shell runs one command at a time, so the first
-    // ends a second after the others have all arrived.
+    // ends two seconds after the others have all arrived.
     const answers = await Promise.all(Array.from({ length: 9 }, (_, i) => call(i + 1)));
     const refused = answers.filter((res) => res.json.result.isError);
     assert.equal(refused.length, 1, answers.map((res) => res.text).join("\n"));

@@ -17,7 +17,7 @@ use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
 use worker::{Delay, Response};
 
-use super::DuetAgent;
+use super::{written, DuetAgent};
 use crate::api::access::RoomRole;
 use crate::api::limits::{
     APPROVAL_TIMEOUT_SECONDS, AUDIT_CMD_CHARS, EXEC_ANSWER_MS, EXEC_DEFAULT_TIMEOUT_MS,
@@ -27,8 +27,7 @@ use crate::api::live::{Event, Source};
 use crate::api::policy::Verdict;
 use crate::api::token::Claims;
 use crate::api::wire::{
-    AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, MessageResponse,
-    Role,
+    AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, Role,
 };
 use crate::api::{validate, ApiError};
 use crate::mcp::tools::{Output, Tool};
@@ -206,14 +205,7 @@ impl DuetAgent {
                 .await;
             return Ok(Output::Done(r#"{"asked":false}"#.into()));
         }
-        let (agent, approvals) = self.converse(room, request).await?;
-        let messages = self.store.recent()?;
-        // As `POST …/message` answers.
-        Ok(Output::Done(written(&MessageResponse {
-            reply: &agent.text,
-            messages: &messages,
-            approvals: &approvals,
-        })?))
+        Ok(Output::Done(self.answer(room, request).await?))
     }
 
     /// A client's command, put to the room's policy as the agent's are.
@@ -344,10 +336,6 @@ impl DuetAgent {
             )),
         })
     }
-}
-
-fn written<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
-    serde_json::to_string(value).map_err(|e| ApiError::Internal(e.to_string()))
 }
 
 /// A validation failure as one line a model can read.

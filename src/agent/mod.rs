@@ -206,16 +206,19 @@ impl DuetAgent {
     }
 
     async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
+        Ok(respond::json_text(200, self.answer(room, request).await?)?)
+    }
+
+    /// A message's exchange, answered as `POST …/message` answers it: the
+    /// reply, the room's recent messages and the approvals it waits for.
+    async fn answer(&self, room: &str, request: MessageRequest) -> Result<String, ApiError> {
         let (agent, approvals) = self.converse(room, request).await?;
         let messages = self.store.recent()?;
-        Ok(respond::json(
-            200,
-            &MessageResponse {
-                reply: &agent.text,
-                messages: &messages,
-                approvals: &approvals,
-            },
-        )?)
+        written(&MessageResponse {
+            reply: &agent.text,
+            messages: &messages,
+            approvals: &approvals,
+        })
     }
 
     /// A message to the room's agent, its exchange run, stored and shown on
@@ -358,4 +361,9 @@ impl DuetAgent {
             },
         )?)
     }
+}
+
+/// A response body as JSON text, for the routes and tools that answer one.
+fn written<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
+    serde_json::to_string(value).map_err(|e| ApiError::Internal(e.to_string()))
 }

@@ -30,7 +30,8 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> Result<Response> {
     json_text(status, serde_json::to_string(body)?)
 }
 
-fn json_text(status: u16, body: String) -> Result<Response> {
+/// A JSON response whose body is already written.
+pub fn json_text(status: u16, body: String) -> Result<Response> {
     Ok(Response::builder()
         .with_status(status)
         .with_header("content-type", "application/json")?

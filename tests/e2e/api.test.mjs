@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { client, startStack, startWorker } from "./support/stack.mjs";
+import { alone, client, startStack, startWorker } from "./support/stack.mjs";
 
 const ROOM = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
 
@@ -102,7 +102,7 @@ describe("routes and errors", () => {
 
   test("bodies over 64 KiB are a JSON 413, declared or streamed", async () => {
     const big = JSON.stringify({ text: "x".repeat(70 * 1024) });
-    const declared = await worker.api("POST", `/api/rooms/${ROOM}/message`, big);
+    const declared = await alone(worker.url, "POST", `/api/rooms/${ROOM}/message`, big);
     assert.equal(declared.status, 413);
     assert.match(declared.json.error, /65536/);
 

@@ -16,7 +16,7 @@ import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 import { watch } from "./support/feed.mjs";
-import { client, ROOT, startStack } from "./support/stack.mjs";
+import { alone, client, ROOT, startStack } from "./support/stack.mjs";
 
 const SERVICE = "service-t0ken";
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -207,7 +207,8 @@ describe("each room is an MCP server", () => {
     assert.equal(nine.json.error.code, -32600);
     const later = await rpc(room, batch, { "mcp-protocol-version": "2025-06-18" });
     assert.deepEqual([later.status, later.json.error.code], [400, -32600]);
-    const huge = await rpc(room, request("tools/call", { name: "run_command", arguments: { command: `echo ${"x".repeat(70_000)}` } }));
+    const hugeCall = request("tools/call", { name: "run_command", arguments: { command: `echo ${"x".repeat(70_000)}` } });
+    const huge = await alone(worker.url, "POST", `/api/rooms/${room}/mcp`, hugeCall, { authorization: `Bearer ${SERVICE}`, accept: "application/json, text/event-stream" });
     assert.equal(huge.status, 413);
     for (const method of ["GET", "DELETE"]) {
       const res = await service()(method, `/api/rooms/${room}/mcp`);

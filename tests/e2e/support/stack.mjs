@@ -5,6 +5,7 @@
 // one compatibility date and one set of bindings.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -218,15 +219,41 @@ export function client(base, defaultHeaders = {}) {
       init.headers["content-type"] ??= "application/json";
     }
     const res = await fetch(base + route, init);
-    const text = await res.text();
-    let json;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
+    return answer(res.status, res.headers, await res.text());
   };
+}
+
+/**
+ * Like a `client` call, but on a connection of its own that ends with it.
+ * For a body the worker refuses unread (413): the runtime then ends the
+ * connection, and fetch's pool could hand that connection to the next
+ * request before it sees it end, which fails that request.
+ */
+export function alone(base, method, route, body, headers = {}) {
+  const payload = typeof body === "string" ? body : JSON.stringify(body);
+  const init = { method, agent: false, headers: { "content-type": "application/json", ...headers, connection: "close" } };
+  return new Promise((resolve, reject) => {
+    const req = http.request(base + route, init, (res) => {
+      const chunks = [];
+      res.on("data", (chunk) => chunks.push(chunk));
+      res.on("end", () => resolve(answer(res.statusCode, new Headers(res.headers), Buffer.concat(chunks).toString())));
+      res.on("error", reject);
+    });
+    // The connection may end before the body is all written; once the
+    // answer has come, that is no failure (a settled promise stays so).
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+function answer(status, headers, text) {
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status, headers, text, json };
 }
 
 /** Asserts the shape the Go server decodes: integer ts, roles, optional userId. */

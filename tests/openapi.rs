@@ -72,6 +72,10 @@ fn every_error() -> Vec<ApiError> {
         ApiError::OpenAccess,
         ApiError::AccessNotConfigured(String::new()),
         ApiError::CrossSite(String::new()),
+        ApiError::MisdirectedHost {
+            host: String::new(),
+            known: String::new(),
+        },
         ApiError::NotJson,
         ApiError::NotFound,
         ApiError::MethodNotAllowed("GET"),
@@ -92,6 +96,7 @@ fn every_error() -> Vec<ApiError> {
         ApiError::SandboxUnavailable(String::new()),
         ApiError::SandboxFailed(String::new()),
         ApiError::SandboxTimeout(0),
+        ApiError::Waking(String::new()),
         ApiError::Internal(String::new()),
     ];
     for e in &all {
@@ -107,6 +112,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::OpenAccess
             | ApiError::AccessNotConfigured(_)
             | ApiError::CrossSite(_)
+            | ApiError::MisdirectedHost { .. }
             | ApiError::NotJson
             | ApiError::NotFound
             | ApiError::MethodNotAllowed(_)
@@ -127,6 +133,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::SandboxUnavailable(_)
             | ApiError::SandboxFailed(_)
             | ApiError::SandboxTimeout(_)
+            | ApiError::Waking(_)
             | ApiError::Internal(_) => {}
         }
     }
@@ -375,14 +382,20 @@ fn every_status_the_worker_gives_but_500_is_documented() {
         let responses = &operation(&doc, id)["responses"];
         assert!(responses.get("403").is_some(), "{id} documents 403");
     }
-    // Every room route can refuse a token (401) and be misconfigured
-    // (503); one above a watcher's role, or refused to other sites, a 403.
+    // Every room route can refuse a token (401), a host not the worker's
+    // own (421), and be misconfigured (503); one above a watcher's role, or refused to other sites, a 403.
     for (method, path, op) in operations(&doc) {
         let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             continue;
         };
         let forbidden = access::needed(action) > RoomRole::Watcher || action.needs_own_origin();
-        for (code, documented) in [("401", true), ("403", forbidden), ("503", true)] {
+        let codes = [
+            ("401", true),
+            ("403", forbidden),
+            ("421", true),
+            ("503", true),
+        ];
+        for (code, documented) in codes {
             assert_eq!(
                 op["responses"].get(code).is_some(),
                 documented,

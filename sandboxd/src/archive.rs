@@ -2,36 +2,50 @@
 //! and its files brought back into a fresh one.
 //!
 //! An archive is a gzipped tar of a workspace's contents, paths relative to
-//! it: directories and regular files with their permissions, then symlinks
-//! as symlinks, modification times. Packing leaves out what no restore
-//! would take: sockets, fifos and devices, which cannot be archived
-//! meaningfully, and symlinks leading out of the workspace in the tree the
-//! archive holds (see `links`). It is written to an unlinked scratch file,
+//! it: directories, regular files and fifos with their permissions, symlinks
+//! as symlinks whatever they point to, modification times. A symlink is
+//! data: `.venv/bin/python -> /usr/bin/python3` comes back as it was, as
+//! does one leading out of the workspace or nowhere; what must be confined
+//! is following one, which a restore never does (below). Sockets and device
+//! files cannot be archived: packing leaves them out and says which (see
+//! [`Packed::note`]). The archive is written to an unlinked scratch file,
 //! not to memory, and abandoned as soon as it outgrows its cap.
 //!
 //! Packing refuses, before anything is sent, a workspace that a restore
-//! under the same root and [`Bounds`] would refuse: more unpacked bytes or
-//! entries than the bounds, or a path too long to create below the
-//! restore's scratch directory. A room that cannot come back whole is kept
-//! awake rather than put to sleep.
+//! under the same root and [`Bounds`] would refuse or could not finish in
+//! time: more unpacked bytes or entries than the bounds, a path too long to
+//! create below the restore's scratch directory, or an estimated restore
+//! time (`duet_wire::restore_ms` of the entries and bytes packed so far)
+//! over the bound. A room that cannot come back whole is kept awake rather
+//! than put to sleep.
 //!
 //! A restore trusts nothing in the archive. It unpacks into a new scratch
 //! directory, which takes the workspace's place only once every entry was
 //! accepted (see `workspace::replace`); the first entry refused, or the
 //! restore being given up (see `abandon`, looked at between entries and
 //! between chunks of a file), ends it and removes that directory, so a
-//! refused archive never touches a workspace. It never follows a symlink
-//! while writing: every directory above an entry must be a real directory
-//! (missing ones are created), and files are created anew, never opened
-//! through a link. Refused:
+//! refused archive never touches a workspace.
+//!
+//! It never follows a symlink while writing, whether the archive made it or
+//! a process of the sandbox did. Those processes run as sandboxd's user and
+//! can reach the scratch directory (a sibling of their workspace) while the
+//! restore runs, so the walk is one that no swap can redirect: it holds the
+//! scratch directory open (opened, without following a symlink, as soon as
+//! it is made) and goes down one name at a time from an open directory
+//! (see `at`), opening each with `O_NOFOLLOW | O_DIRECTORY`
+//! (creating it first if missing), so every directory above an entry is a
+//! real one, made by the restore or found as a directory; files, fifos and
+//! symlinks are created anew (`O_CREAT | O_EXCL` and the like), never
+//! opened through a link. A name that is a symlink ends the restore; a
+//! directory moved after it was opened is still the one written to, which
+//! gives those processes nothing they could not write themselves. Refused:
 //! * absolute paths and paths with a `..` component;
-//! * symlinks whose target is absolute or leads out of the workspace,
-//!   followed as the kernel would through the symlinks of the archive
-//!   itself: at once when nothing written later could change that, else
-//!   once everything is written, so the order of entries does not matter;
-//! * entries below a symlink, and entries listed twice;
-//! * hard links (all of them: simplest, and safe), devices, fifos, sockets
-//!   and every other entry type;
+//! * entries below a symlink, and entries listed twice (a symlink, then a
+//!   directory or a file of the same name, included);
+//! * hard links (all of them: simplest, and safe), devices, and every other
+//!   entry type but directories, files, symlinks and fifos;
+//! * a path longer than a restore here creates (`PATH_MAX` with the scratch
+//!   directory in front), as packing judges it;
 //! * more entries, or more unpacked data, than the bounds, counted as they
 //!   are read, so a small archive cannot fill the disk or keep sandboxd busy;
 //! * a stream that is not gzip, is corrupt or cut short (checked up to the
@@ -43,16 +57,23 @@
 //! (directories enterable too), so that a restored workspace can always be
 //! archived again. Modification times are restored, directories' last.
 //!
+//! Each entry costs the system calls that creating it takes and little
+//! more: a file is one `openat` (with its mode, set again only where the
+//! umask took bits away), its data's writes, one `futimens` and one
+//! `close`; a directory above an entry is looked up only when the entry
+//! before went into another directory.
+//!
 //! A hostile archive can still make sandboxd hold one long path name or
-//! extended header in memory, up to the restore bound: the tar reader reads
-//! those whole.
+//! extended header in memory, up to the restore bound (the tar reader reads
+//! those whole), and make it look the directories above every entry up
+//! again (entries alternating between deep directories): the restore's
+//! deadline bounds that.
 
-use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, BufRead, BufReader, Read, Seek, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use filetime::FileTime;
@@ -62,21 +83,28 @@ use flate2::Compression;
 use tar::{Archive, Builder, EntryType, Header, HeaderMode};
 
 use crate::abandon::Abandon;
+use crate::at::{self, Dir, Kind};
 use crate::error::{Error, Over};
-use crate::links::{self, Links};
 use crate::workspace::{remove_blocking, workspace_error};
 
 /// Bytes of a file written at once; a restore given up stops between them.
 const CHUNK: usize = 64 * 1024;
 /// The longest path a system call takes (PATH_MAX less the NUL).
 const PATH_MAX: usize = libc::PATH_MAX as usize - 1;
+/// The longest note of what packing left out, in bytes.
+const NOTE_MAX: usize = 1024;
+/// The longest name in that note, escaped.
+const NOTE_NAME_MAX: usize = 200;
 
-/// What a restore unpacks at most.
+/// What a restore unpacks at most, and how long packing lets it take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bounds {
     /// Unpacked bytes, tar headers included.
     pub bytes: u64,
     pub entries: u64,
+    /// The longest estimated restore (`duet_wire::restore_ms`) packing
+    /// accepts. A restore itself is bounded by its caller's `timeoutMs`.
+    pub ms: u64,
 }
 
 /// What a restore wrote: regular files and their total size.
@@ -86,18 +114,74 @@ pub struct Restored {
     pub bytes: u64,
 }
 
+/// An archive made, and what it holds.
+pub struct Packed {
+    /// The gzipped tar, unlinked, rewound.
+    pub file: File,
+    /// Its size.
+    pub len: u64,
+    /// Its entries and the bytes it unpacks to, as a restore counts them.
+    pub entries: u64,
+    pub unpacked: u64,
+    /// What of the workspace it does not hold (path, and what it is).
+    pub left_out: Vec<(PathBuf, &'static str)>,
+}
+
+impl Packed {
+    /// One line of printable ASCII, at most [`NOTE_MAX`] bytes, naming what
+    /// was left out, if anything was.
+    pub fn note(&self) -> Option<String> {
+        let n = self.left_out.len();
+        if n == 0 {
+            return None;
+        }
+        let entries = if n == 1 { "entry" } else { "entries" };
+        let mut note =
+            format!("{n} {entries} not kept (sockets and device files cannot be archived)");
+        for (i, (path, kind)) in self.left_out.iter().enumerate() {
+            let sep = if i == 0 { ": " } else { ", " };
+            let item = format!("{sep}{} ({kind})", escaped(path.as_os_str().as_bytes()));
+            // Room kept for saying how many more.
+            if note.len() + item.len() > NOTE_MAX - 24 {
+                note.push_str(&format!("{sep}and {} more", n - i));
+                break;
+            }
+            note.push_str(&item);
+        }
+        Some(note)
+    }
+}
+
+/// `name` as printable ASCII: other bytes, and `\`, written `\xNN`; cut
+/// to about [`NOTE_NAME_MAX`] bytes.
+fn escaped(name: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in name {
+        if out.len() >= NOTE_NAME_MAX {
+            out.push_str("...");
+            break;
+        }
+        match b {
+            b' '..=b'~' if b != b'\\' => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
 /// Writes the gzipped tar of `workspace`'s contents to a new file at
-/// `scratch`, unlinked at once, and returns it rewound with its size. Fails
-/// with [`Error::ArchiveTooLarge`] as soon as it outgrows `cap` bytes, and
-/// with [`Error::Unrestorable`] as soon as it holds what a restore into the
-/// scratch directory `restore_into` within `bounds` would refuse.
+/// `scratch`, unlinked at once, and returns it rewound with what it holds.
+/// Fails with [`Error::ArchiveTooLarge`] as soon as it outgrows `cap`
+/// bytes, and with [`Error::Unrestorable`] as soon as it holds what a
+/// restore into the scratch directory `restore_into` within `bounds` would
+/// refuse, or would take longer than `bounds.ms` by its estimate.
 pub fn pack(
     workspace: &Path,
     scratch: &Path,
     cap: u64,
     restore_into: &Path,
     bounds: Bounds,
-) -> Result<(File, u64), Error> {
+) -> Result<Packed, Error> {
     // Left by a sandboxd that died while packing.
     remove_stale(scratch)?;
     let file = OpenOptions::new()
@@ -117,8 +201,8 @@ pub fn pack(
         tar: Builder::new(Capped::new(gzip, bounds.bytes)),
         bounds,
         entries: 0,
-        room: PATH_MAX.saturating_sub(restore_into.as_os_str().len() + 1),
-        links: Vec::new(),
+        room: room(restore_into),
+        left_out: Vec::new(),
     };
     let packed = packer.run();
     // A cap passed explains the write that failed on it. The archive's cap
@@ -135,6 +219,7 @@ pub fn pack(
         return Err(Error::Unrestorable(Over::Bytes(bounds.bytes).to_string()));
     }
     packed?;
+    let unpacked = packer.tar.get_ref().written;
     let finished = packer.tar.into_inner().and_then(|tar| tar.inner.finish());
     let Capped {
         inner: mut file,
@@ -142,7 +227,19 @@ pub fn pack(
         ..
     } = finished.map_err(|e| workspace_error(workspace, e))?;
     file.rewind().map_err(|e| workspace_error(scratch, e))?;
-    Ok((file, written))
+    Ok(Packed {
+        file,
+        len: written,
+        entries: packer.entries,
+        unpacked,
+        left_out: packer.left_out,
+    })
+}
+
+/// The longest path (relative to the directory `into`) a restore there
+/// creates.
+fn room(into: &Path) -> usize {
+    PATH_MAX.saturating_sub(into.as_os_str().len() + 1)
 }
 
 fn remove_stale(path: &Path) -> Result<(), Error> {
@@ -162,9 +259,8 @@ struct Packer<'a> {
     entries: u64,
     /// The longest path (relative to the workspace) a restore can create.
     room: usize,
-    /// The symlinks found (path, target, header), added last: which to keep
-    /// is known only once all are found.
-    links: Vec<(PathBuf, PathBuf, Header)>,
+    /// What cannot be archived, found so far.
+    left_out: Vec<(PathBuf, &'static str)>,
 }
 
 impl Packer<'_> {
@@ -188,14 +284,14 @@ impl Packer<'_> {
                 }
             }
         }
-        self.append_links()?;
         self.tar.finish().map_err(io)?;
+        // The end of the tar counts as a restore reads it.
+        self.check_estimate()?;
         self.tar.get_mut().inner.try_finish().map_err(io)
     }
 
-    /// Adds the entry at `path` (relative to the workspace) if it is one a
-    /// restore takes, keeping a symlink for later; returns whether it is a
-    /// directory to descend into.
+    /// Adds the entry at `path` (relative to the workspace), or notes it as
+    /// left out; returns whether it is a directory to descend into.
     fn append(&mut self, path: &Path) -> Result<bool, Error> {
         let bytes = path.as_os_str().as_bytes();
         if bytes.len() > self.room {
@@ -214,20 +310,17 @@ impl Packer<'_> {
             meta => meta.map_err(io)?,
         };
         let kind = meta.file_type();
-        if kind.is_dir() {
+        if kind.is_dir() || kind.is_fifo() {
             self.count()?;
-            let header = &mut header(&meta);
             self.tar
-                .append_data(header, path, io::empty())
+                .append_data(&mut header(&meta), path, io::empty())
                 .map_err(io)?;
-            return Ok(true);
-        }
-        if kind.is_symlink() {
+        } else if kind.is_symlink() {
+            self.count()?;
             let target = fs::read_link(&full).map_err(io)?;
-            self.links.push((path.to_path_buf(), target, header(&meta)));
-            return Ok(false);
-        }
-        if kind.is_file() {
+            self.append_symlink(path, target.as_os_str().as_bytes(), &meta)
+                .map_err(io)?;
+        } else if kind.is_file() {
             // Neither a symlink nor a fifo that replaced the file since can be
             // opened this way; what was opened is described by its own metadata.
             let file = match OpenOptions::new()
@@ -239,40 +332,53 @@ impl Packer<'_> {
                 file => file.map_err(io)?,
             };
             let meta = file.metadata().map_err(io)?;
-            if meta.is_file() {
-                self.count()?;
-                // Exactly the size in the header, should the file change: cut if
-                // it grew, padded with zeros if it shrank.
-                let size = meta.len();
-                let data = file.take(size).chain(io::repeat(0)).take(size);
-                self.tar
-                    .append_data(&mut header(&meta), path, data)
-                    .map_err(io)?;
+            if !meta.is_file() {
+                return Ok(false);
             }
+            self.count()?;
+            // Exactly the size in the header, should the file change: cut if
+            // it grew, padded with zeros if it shrank.
+            let size = meta.len();
+            let data = file.take(size).chain(io::repeat(0)).take(size);
+            self.tar
+                .append_data(&mut header(&meta), path, data)
+                .map_err(io)?;
+        } else {
+            let what = if kind.is_socket() { "socket" } else { "device" };
+            self.left_out.push((path.to_path_buf(), what));
+            return Ok(false);
         }
-        Ok(false)
+        self.check_estimate()?;
+        Ok(kind.is_dir())
     }
 
-    /// Adds the symlinks that stay inside the workspace, judged in the tree
-    /// of all the symlinks found, as a restore judges them in the tree of
-    /// those kept. The two agree: a symlink through one left out would lead
-    /// out the same way, so none kept goes through one left out.
-    fn append_links(&mut self) -> Result<(), Error> {
-        let found = std::mem::take(&mut self.links);
-        let tree = Links::new(found.iter().map(|(p, t, _)| (p.as_path(), t.as_path())));
-        let kept: Vec<bool> = found
-            .iter()
-            .map(|(path, target, _)| tree.resolve(path, target).is_ok())
-            .collect();
-        for ((path, target, mut header), keep) in found.into_iter().zip(kept) {
-            if keep {
-                self.count()?;
-                self.tar
-                    .append_link(&mut header, &path, target)
-                    .map_err(|e| workspace_error(&self.workspace.join(&path), e))?;
-            }
+    /// Adds the symlink `path` to `target`, byte for byte (the tar crate's
+    /// own way tidies a target up: `a//b` would come back as `a/b`).
+    fn append_symlink(
+        &mut self,
+        path: &Path,
+        target: &[u8],
+        meta: &fs::Metadata,
+    ) -> io::Result<()> {
+        let mut header = header(meta);
+        let field = header.as_old().linkname.len();
+        if target.len() > field {
+            // A target too long for the header goes in an entry of its own
+            // just before, as GNU tar writes it.
+            let mut long = Header::new_gnu();
+            let name = b"././@LongLink";
+            long.as_gnu_mut()
+                .ok_or_else(|| io::Error::other("not a GNU header"))?
+                .name[..name.len()]
+                .copy_from_slice(name);
+            long.set_entry_type(EntryType::GNULongLink);
+            long.set_mode(0o644);
+            long.set_size(target.len() as u64 + 1);
+            long.set_cksum();
+            self.tar.append(&long, target.chain(&[0][..]))?;
         }
-        Ok(())
+        header.set_link_name_literal(&target[..target.len().min(field)])?;
+        self.tar.append_data(&mut header, path, io::empty())
     }
 
     /// Counts one more entry against the restore's bound.
@@ -284,6 +390,21 @@ impl Packer<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// Fails once the restore of what is packed so far would take longer
+    /// than the bound by its estimate.
+    fn check_estimate(&self) -> Result<(), Error> {
+        let bytes = self.tar.get_ref().written;
+        let ms = duet_wire::restore_ms(self.entries, bytes);
+        if ms <= self.bounds.ms {
+            return Ok(());
+        }
+        Err(Error::Unrestorable(format!(
+            "its restore would take longer than {} ms (--max-restore-ms): {} entries unpacking \
+             to {bytes} bytes, packed so far, are estimated at {ms} ms",
+            self.bounds.ms, self.entries
+        )))
     }
 }
 
@@ -343,8 +464,10 @@ pub fn unpack(
     remove_blocking(dest)?;
     fs::create_dir(dest).map_err(|e| workspace_error(dest, e))?;
     // Giving up explains any failure it caused (a body cut off, say).
-    let unpacked =
-        unpack_into(body, dest, bounds, abandon).map_err(|e| abandon.check().err().unwrap_or(e));
+    let unpacked = Dir::open(dest)
+        .map_err(|e| workspace_error(dest, e))
+        .and_then(|root| unpack_into(body, dest, root, bounds, abandon))
+        .map_err(|e| abandon.check().err().unwrap_or(e));
     if unpacked.is_err() {
         let _ = remove_blocking(dest);
     }
@@ -354,6 +477,7 @@ pub fn unpack(
 fn unpack_into(
     body: impl Read,
     dest: &Path,
+    root: Dir,
     bounds: Bounds,
     abandon: &Abandon,
 ) -> Result<Restored, Error> {
@@ -365,10 +489,11 @@ fn unpack_into(
     });
     let mut unpacker = Unpacker {
         dest,
+        root,
+        room: room(dest),
         abandon,
         restored: Restored::default(),
-        made: HashSet::new(),
-        links: Vec::new(),
+        last: None,
         dirs: Vec::new(),
         buf: vec![0; CHUNK],
     };
@@ -401,10 +526,6 @@ fn unpack_into(
 
 fn refused(why: String) -> Error {
     Error::BadRequest(format!("archive refused: {why}"))
-}
-
-fn lossy(path: &Path) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(path.as_os_str().as_bytes())
 }
 
 /// The unpacked stream: counts it, fails past `left` bytes, and remembers
@@ -450,19 +571,29 @@ impl From<io::Error> for Fault {
     }
 }
 
+/// A directory of the archive, to finish once everything is written:
+/// writing inside a directory changes its time, and its mode may forbid it.
+struct ListedDir {
+    path: PathBuf,
+    /// The mode it was created with, if this entry created it.
+    created: Option<u32>,
+    mode: u32,
+    mtime: u64,
+}
+
 /// Unpacking one archive.
 struct Unpacker<'a> {
     dest: &'a Path,
+    /// `dest`, open.
+    root: Dir,
+    /// The longest path (relative to `dest`) created.
+    room: usize,
     abandon: &'a Abandon,
     restored: Restored,
-    /// Directories (relative to `dest`) known to be real ones: entries are
-    /// never replaced, so entries below them need no look-up.
-    made: HashSet<PathBuf>,
-    /// Symlinks (path, target) to judge once all the others exist.
-    links: Vec<(PathBuf, PathBuf)>,
-    /// Directories' modes and times, set last: writing inside a directory
-    /// changes its time.
-    dirs: Vec<(PathBuf, u32, u64)>,
+    /// The directory (relative to `dest`) the last entry went into, open:
+    /// entries come directory by directory, so most need no look-up.
+    last: Option<(PathBuf, Dir)>,
+    dirs: Vec<ListedDir>,
     /// For copying files' data.
     buf: Vec<u8>,
 }
@@ -483,32 +614,47 @@ impl Unpacker<'_> {
                 return Err(Error::RestoreTooLarge(Over::Entries(max_entries)));
             }
             let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-            self.entry(&mut entry).map_err(|fault| match fault {
-                Fault::Refused(why) => refused(format!("{name}: {why}")),
-                Fault::Io(e) if e.kind() == io::ErrorKind::InvalidFilename => {
-                    refused(format!("{name}: {e}"))
-                }
-                Fault::Io(e) => workspace_error(&self.dest.join(&name), e),
-            })?;
+            self.entry(&mut entry)
+                .map_err(|fault| self.error(&name, fault))?;
         }
         Ok(())
     }
 
-    /// What is done once every entry is written: the symlinks judged in the
-    /// whole tree, the directories' modes and times set.
-    fn finish(&self) -> Result<(), Error> {
-        let tree = Links::new(self.links.iter().map(|(p, t)| (p.as_path(), t.as_path())));
-        for (path, target) in &self.links {
-            self.abandon.check()?;
-            tree.resolve(path, target)
-                .map_err(|why| refused(format!("{}: {why}", lossy(path))))?;
+    fn error(&self, name: &str, fault: Fault) -> Error {
+        match fault {
+            Fault::Refused(why) => refused(format!("{name}: {why}")),
+            Fault::Io(e) if e.kind() == io::ErrorKind::InvalidFilename => {
+                refused(format!("{name}: {e}"))
+            }
+            Fault::Io(e) => workspace_error(&self.dest.join(name), e),
         }
-        for (path, mode, mtime) in &self.dirs {
+    }
+
+    /// What is done once every entry is written: the directories' modes and
+    /// times set.
+    fn finish(&mut self) -> Result<(), Error> {
+        for listed in std::mem::take(&mut self.dirs) {
             self.abandon.check()?;
-            fs::set_permissions(path, Permissions::from_mode(mode & 0o777 | 0o500))
-                .map_err(|e| workspace_error(path, e))?;
-            set_mtime(path, *mtime);
+            self.finish_dir(&listed)
+                .map_err(|fault| self.error(&listed.path.to_string_lossy(), fault))?;
         }
+        Ok(())
+    }
+
+    fn finish_dir(&mut self, listed: &ListedDir) -> Result<(), Fault> {
+        let name = file_name(&listed.path)?;
+        let dir = match enter(self.parent_of(&listed.path)?, name, &listed.path, false) {
+            // Moved away or removed by a process of the sandbox meanwhile.
+            Err(Fault::Io(e)) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            dir => dir?,
+        };
+        let wanted = listed.mode & 0o777 | 0o500;
+        match listed.created {
+            Some(created) => at::set_mode(dir.file(), created, wanted)?,
+            None => dir.file().set_permissions(Permissions::from_mode(wanted))?,
+        }
+        let time = file_time(listed.mtime);
+        let _ = filetime::set_file_handle_times(dir.file(), Some(time), Some(time));
         Ok(())
     }
 
@@ -519,7 +665,6 @@ impl Unpacker<'_> {
             return Ok(());
         }
         let path = relative(&entry.path_bytes())?;
-        let full = self.dest.join(&path);
         let header = entry.header();
         let (mode, mtime) = header
             .mode()
@@ -534,38 +679,54 @@ impl Unpacker<'_> {
                 )),
             };
         }
-        let refuse = |why: &str| Err(Fault::Refused(why.into()));
+        let len = path.as_os_str().len();
+        if len > self.room {
+            return Err(Fault::Refused(format!(
+                "the path is {len} bytes long, and a restore here creates paths of at most {} \
+                 bytes",
+                self.room
+            )));
+        }
+        let name = file_name(&path)?;
+        let twice = |e: io::Error| match e.kind() {
+            io::ErrorKind::AlreadyExists => Fault::Refused("listed twice".into()),
+            _ => Fault::Io(e),
+        };
         match kind {
             EntryType::Directory => {
-                self.make_parents(&path)?;
-                if !self.made.contains(&path) {
-                    if make_dir(&full)?.is_some() {
-                        return refuse("listed twice");
+                let parent = self.parent_of(&path)?;
+                let created = mode & 0o777 | 0o700;
+                let created = match parent.make_dir(name, created) {
+                    Ok(()) => Some(created),
+                    // Listed again, or made as a directory above an entry
+                    // before: still a directory, and taken.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        if parent.kind(name)? != Kind::Dir {
+                            return Err(twice(e));
+                        }
+                        None
                     }
-                    self.made.insert(path);
-                }
-                self.dirs.push((full, mode, mtime));
+                    Err(e) => return Err(e.into()),
+                };
+                self.dirs.push(ListedDir {
+                    path,
+                    created,
+                    mode,
+                    mtime,
+                });
             }
             EntryType::Regular => {
-                self.make_parents(&path)?;
-                let mut file = match OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&full)
-                {
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        return refuse("listed twice")
-                    }
-                    file => file?,
-                };
+                let wanted = mode & 0o777 | 0o400;
+                let mut file = self
+                    .parent_of(&path)?
+                    .create_file(name, wanted)
+                    .map_err(twice)?;
                 let size = self.copy(entry, &mut file)?;
                 if size != entry.size() {
-                    return refuse("the archive ends inside this file");
+                    return Err(Fault::Refused("the archive ends inside this file".into()));
                 }
                 self.restored.bytes += size;
-                file.set_permissions(Permissions::from_mode(mode & 0o777 | 0o400))?;
+                at::set_mode(&file, wanted, wanted)?;
                 // Best effort, as for every time.
                 let time = file_time(mtime);
                 let _ = filetime::set_file_handle_times(&file, Some(time), Some(time));
@@ -573,29 +734,32 @@ impl Unpacker<'_> {
             }
             EntryType::Symlink => {
                 let target = match entry.link_name_bytes() {
-                    Some(target) if !target.is_empty() => PathBuf::from(OsStr::from_bytes(&target)),
-                    _ => return refuse("a symlink without a target"),
+                    Some(target) if !target.is_empty() => target.into_owned(),
+                    _ => return Err(Fault::Refused("a symlink without a target".into())),
                 };
-                match links::resolve(links::on_disk(self.dest), &path, &target) {
-                    Err(out) if !out.provisional => return refuse(out.why),
-                    _ => {}
-                }
-                self.make_parents(&path)?;
-                match std::os::unix::fs::symlink(&target, &full) {
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                        return refuse("listed twice")
-                    }
-                    linked => linked?,
-                }
-                set_mtime(&full, mtime);
-                self.links.push((path, target));
+                let parent = self.parent_of(&path)?;
+                parent
+                    .symlink(OsStr::from_bytes(&target), name)
+                    .map_err(twice)?;
+                let _ = parent.set_times_of(name, seconds(mtime));
             }
-            EntryType::Link => return refuse("hard links are not accepted"),
-            EntryType::Char | EntryType::Block => return refuse("device files are not accepted"),
-            EntryType::Fifo => return refuse("fifos are not accepted"),
+            EntryType::Fifo => {
+                let wanted = mode & 0o777 | 0o400;
+                let parent = self.parent_of(&path)?;
+                parent.make_fifo(name, wanted).map_err(twice)?;
+                let fifo = parent.open_fifo(name)?;
+                at::set_mode(&fifo, wanted, wanted)?;
+                let time = file_time(mtime);
+                let _ = filetime::set_file_handle_times(&fifo, Some(time), Some(time));
+            }
+            EntryType::Link => return Err(Fault::Refused("hard links are not accepted".into())),
+            EntryType::Char | EntryType::Block => {
+                return Err(Fault::Refused("device files are not accepted".into()))
+            }
             other => {
                 return Err(Fault::Refused(format!(
-                    "entry type {:?} is not accepted, only files, directories and symlinks",
+                    "entry type {:?} is not accepted, only directories, files, symlinks and \
+                     fifos",
                     char::from(other.as_byte())
                 )))
             }
@@ -628,45 +792,61 @@ impl Unpacker<'_> {
         }
     }
 
-    /// Makes sure every directory above `path` exists as a real directory,
-    /// creating missing ones, so nothing is written through a symlink.
-    fn make_parents(&mut self, path: &Path) -> Result<(), Fault> {
-        let Some(parent) = path.parent() else {
-            return Ok(());
+    /// The directory `path` (relative to `dest`) goes into, open, every
+    /// directory on the way a real one (missing ones are created).
+    fn parent_of(&mut self, path: &Path) -> Result<&Dir, Fault> {
+        let parent = path.parent().unwrap_or(Path::new(""));
+        if parent.as_os_str().is_empty() {
+            return Ok(&self.root);
+        }
+        // The one before is closed once this one is open: a restore holds
+        // a few directories open, however deep the tree.
+        let last = match self.last.take() {
+            Some((last, dir)) if last == parent => (last, dir),
+            _ => (parent.to_path_buf(), self.walk(parent)?),
         };
-        if parent.as_os_str().is_empty() || self.made.contains(parent) {
-            return Ok(());
-        }
+        Ok(&self.last.insert(last).1)
+    }
+
+    /// Opens the directory `path` (relative to `dest`, not empty) name by
+    /// name, creating missing ones, never following a symlink.
+    fn walk(&self, path: &Path) -> Result<Dir, Fault> {
+        let mut dir = self.root.try_clone()?;
         let mut at = PathBuf::new();
-        for name in parent {
+        for name in path {
             at.push(name);
-            if self.made.contains(&at) {
-                continue;
-            }
-            if let Some(kind) = make_dir(&self.dest.join(&at))? {
-                let what = if kind.is_symlink() {
-                    "a symlink"
-                } else {
-                    "not a directory"
-                };
-                return Err(Fault::Refused(format!("{} is {what}", at.display())));
-            }
-            self.made.insert(at.clone());
+            dir = enter(&dir, name, &at, true)?;
         }
-        Ok(())
+        Ok(dir)
     }
 }
 
-/// Creates the directory `full` unless one is there (never following a
-/// symlink); returns what is there instead, if anything.
-fn make_dir(full: &Path) -> io::Result<Option<fs::FileType>> {
-    match fs::create_dir(full) {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            let kind = fs::symlink_metadata(full)?.file_type();
-            Ok((!kind.is_dir()).then_some(kind))
+/// Opens the directory `name` in `dir` (`at` in the archive), creating it
+/// first if missing and `make`; refuses a symlink or anything else there.
+fn enter(dir: &Dir, name: &OsStr, at: &Path, make: bool) -> Result<Dir, Fault> {
+    let opened = match dir.open_dir(name) {
+        Err(e) if make && e.kind() == io::ErrorKind::NotFound => match dir.make_dir(name, 0o777) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+            _ => dir.open_dir(name),
+        },
+        opened => opened,
+    };
+    opened.map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP | libc::ENOTDIR) => {
+            let what = match dir.kind(name) {
+                Ok(Kind::Symlink) => "a symlink",
+                _ => "not a directory",
+            };
+            Fault::Refused(format!("{} is {what}", at.display()))
         }
-        made => made.map(|()| None),
-    }
+        _ => Fault::Io(e),
+    })
+}
+
+/// The last name of a path that has one.
+fn file_name(path: &Path) -> Result<&OsStr, Fault> {
+    path.file_name()
+        .ok_or_else(|| Fault::Refused("the path has no name".into()))
 }
 
 /// An entry's path as plain names relative to the workspace; empty for the
@@ -686,15 +866,12 @@ fn relative(raw: &[u8]) -> Result<PathBuf, Fault> {
     Ok(path)
 }
 
-fn file_time(mtime: u64) -> FileTime {
-    FileTime::from_unix_time(i64::try_from(mtime).unwrap_or(i64::MAX), 0)
+fn seconds(mtime: u64) -> i64 {
+    i64::try_from(mtime).unwrap_or(i64::MAX)
 }
 
-/// Best effort: a time the file system cannot store is no reason to refuse
-/// an archive.
-fn set_mtime(path: &Path, mtime: u64) {
-    let time = file_time(mtime);
-    let _ = filetime::set_symlink_file_times(path, time, time);
+fn file_time(mtime: u64) -> FileTime {
+    FileTime::from_unix_time(seconds(mtime), 0)
 }
 
 #[cfg(test)]

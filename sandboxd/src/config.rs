@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use duet_wire::RESTORE_MAX_MS;
 
 use crate::rlimits::Limits;
 
@@ -53,11 +54,17 @@ struct Args {
     /// hold; a workspace with more is not archived
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RESTORE_ENTRIES, value_parser = positive())]
     max_restore_entries: u64,
+    /// Longest restore a workspace may need, as estimated from its entries
+    /// and bytes (the wire crate's restore_ms); a workspace over it is not
+    /// archived
+    #[arg(long, value_name = "N", default_value_t = RESTORE_MAX_MS, value_parser = positive())]
+    max_restore_ms: u64,
 }
 
-/// A restore of this many small files took 1.2–1.9 s where it was measured
-/// (docs/sandbox-limits.md), with the byte bound full too 2.6 s: well within
-/// the 5 s a waking room gives it.
+/// A restore of this many empty files took about 1 s into fresh inodes and
+/// up to 30 s just after as many were removed (docs/sandbox-limits.md); the
+/// estimate of a restore this large (`duet_wire::restore_ms`), with the
+/// default byte bound full too, stays within `RESTORE_MAX_MS`.
 const DEFAULT_RESTORE_ENTRIES: u64 = 30_000;
 
 /// Far beyond any machine, and within what tokio's semaphore can count.
@@ -81,6 +88,7 @@ pub struct Config {
     pub max_archive_bytes: u64,
     pub max_restore_bytes: u64,
     pub max_restore_entries: u64,
+    pub max_restore_ms: u64,
 }
 
 /// Parses the command line, program name first. `--help` and `--version`
@@ -122,6 +130,7 @@ where
             .max_restore_bytes
             .unwrap_or(args.max_archive_bytes.saturating_mul(4)),
         max_restore_entries: args.max_restore_entries,
+        max_restore_ms: args.max_restore_ms,
     })
 }
 
@@ -165,8 +174,16 @@ mod tests {
                 max_archive_bytes: 64 << 20,
                 max_restore_bytes: 256 << 20,
                 max_restore_entries: DEFAULT_RESTORE_ENTRIES,
+                max_restore_ms: RESTORE_MAX_MS,
             }
         );
+    }
+
+    #[test]
+    fn the_default_bounds_restore_within_the_longest_restore_accepted() {
+        let config = parse_strs(&["--listen=127.0.0.1:1", "--root=x"]).unwrap();
+        let longest = duet_wire::restore_ms(config.max_restore_entries, config.max_restore_bytes);
+        assert!(longest <= config.max_restore_ms, "{longest} ms");
     }
 
     #[test]
@@ -189,6 +206,8 @@ mod tests {
             "--max-restore-bytes",
             "3000",
             "--max-restore-entries=40",
+            "--max-restore-ms",
+            "700",
         ])
         .unwrap();
         assert_eq!(config.listen.port(), 8080);
@@ -218,6 +237,7 @@ mod tests {
             ),
             (1000, 3000, 40)
         );
+        assert_eq!(config.max_restore_ms, 700);
         let config = parse_strs(&["--listen=127.0.0.1:1", "--root=x", "--max-archive-bytes=7"]);
         assert_eq!(config.unwrap().max_restore_bytes, 28, "4 × the archive cap");
     }
@@ -278,6 +298,7 @@ mod tests {
             "--max-archive-bytes=0",
             "--max-restore-bytes=0",
             "--max-restore-entries=0",
+            "--max-restore-ms=0",
         ] {
             let args: Vec<&str> = base.iter().copied().chain([bad]).collect();
             let (kind, msg) = err(&args);

@@ -8,7 +8,12 @@
 //! `GET …/archive` answers 413 when the archive would be larger than
 //! `maxBytes` or `--max-archive-bytes`, and 422 (`workspace cannot be
 //! restored: …`) when a restore would refuse it (more unpacked bytes or
-//! entries than the restore bounds, a path too long): nothing is sent then.
+//! entries than the restore bounds, a path too long) or take longer than
+//! `--max-restore-ms` by its estimate: nothing is sent then. An archive
+//! sent says in its headers how many entries it holds (`x-duet-entries`),
+//! the bytes it unpacks to (`x-duet-unpacked-bytes`), both as a restore
+//! counts them, and, only if packing left something out (sockets, device
+//! files), a one-line ASCII note naming it (`x-duet-left-out`).
 //! `PUT …/archive` answers 400 for an archive refused, 413 past a bound,
 //! 409 while another restore of the sandbox runs, and 504 (`the restore did
 //! not finish within N ms`) once `timeoutMs` has passed since the request
@@ -30,7 +35,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use duet_wire::stream::{pieces, Event, OUTPUT_EVENT_BYTES};
-use duet_wire::{ExecRequest, ExecResult, RestoreResult, Route, Stream, MAX_BYTES, TIMEOUT_MS};
+use duet_wire::{
+    ExecRequest, ExecResult, RestoreResult, Route, Stream, ENTRIES_HEADER, LEFT_OUT_HEADER,
+    MAX_BYTES, TIMEOUT_MS, UNPACKED_BYTES_HEADER,
+};
 use http_body_util::channel::{Channel, SendError, Sender};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
@@ -315,11 +323,17 @@ async fn get_archive(
         Some(asked) => asked.min(app.max_archive_bytes),
         None => app.max_archive_bytes,
     };
-    let (file, len) = app.sandboxes.archive(name, cap).await?;
-    Response::builder()
+    let packed = app.sandboxes.archive(name, cap).await?;
+    let mut response = Response::builder()
         .header(CONTENT_TYPE, "application/gzip")
-        .header(CONTENT_LENGTH, len)
-        .body(send_file(file))
+        .header(CONTENT_LENGTH, packed.len)
+        .header(ENTRIES_HEADER, packed.entries)
+        .header(UNPACKED_BYTES_HEADER, packed.unpacked);
+    if let Some(note) = packed.note() {
+        response = response.header(LEFT_OUT_HEADER, note);
+    }
+    response
+        .body(send_file(packed.file))
         .map_err(|e| Error::Internal(e.to_string()))
 }
 

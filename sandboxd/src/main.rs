@@ -7,10 +7,10 @@
 
 mod abandon;
 mod archive;
+mod at;
 mod config;
 mod error;
 mod http;
-mod links;
 mod log;
 mod output;
 mod procs;
@@ -90,6 +90,7 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         restore: Bounds {
             bytes: config.max_restore_bytes,
             entries: config.max_restore_entries,
+            ms: config.max_restore_ms,
         },
     });
     let app = Arc::new(App {

@@ -25,7 +25,6 @@
 //! [`Error::TooManyShells`].
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::future::Future;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -36,7 +35,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::abandon::Abandon;
-use crate::archive::{self, Bounds, Restored};
+use crate::archive::{self, Bounds, Packed, Restored};
 use crate::error::Error;
 use crate::log::{self, CommandLog};
 use crate::progress::Progress;
@@ -59,7 +58,8 @@ pub struct Settings {
     pub max_shells: usize,
     /// How long a shell may go without a command; `None` for ever.
     pub idle_shell: Option<Duration>,
-    /// What a restore unpacks at most, and so what an archive may hold.
+    /// What a restore unpacks at most, and so what an archive may hold, and
+    /// how long its restore may take by its estimate.
     pub restore: Bounds,
 }
 
@@ -155,9 +155,9 @@ impl Sandboxes {
     }
 
     /// The gzipped tar of the sandbox's workspace, in an unlinked file, and
-    /// its size; [`Error::ArchiveTooLarge`] past `cap` bytes,
-    /// [`Error::Unrestorable`] if a restore would refuse it.
-    pub async fn archive(self: &Arc<Self>, name: &str, cap: u64) -> Result<(File, u64), Error> {
+    /// what it holds; [`Error::ArchiveTooLarge`] past `cap` bytes,
+    /// [`Error::Unrestorable`] if a restore would refuse it or take too long.
+    pub async fn archive(self: &Arc<Self>, name: &str, cap: u64) -> Result<Packed, Error> {
         validate_name(name)?;
         let (this, name) = (Arc::clone(self), name.to_string());
         detached(async move { this.archive_in_order(&name, cap).await }).await
@@ -264,7 +264,7 @@ impl Sandboxes {
         removed
     }
 
-    async fn archive_in_order(&self, name: &str, cap: u64) -> Result<(File, u64), Error> {
+    async fn archive_in_order(&self, name: &str, cap: u64) -> Result<Packed, Error> {
         let sandbox = self.entry(name);
         let shell = sandbox.shell.lock().await;
         let path = self.workspace(name);

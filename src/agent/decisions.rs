@@ -9,9 +9,11 @@ use worker::Response;
 use super::approvals::Ready;
 use super::exchange::{self, Exchange};
 use super::DuetAgent;
+use crate::api::access;
 use crate::api::limits::APPROVAL_TIMEOUT_SECONDS;
 use crate::api::live::Event;
 use crate::api::policy::Policy;
+use crate::api::token::Claims;
 use crate::api::wire::{Approval, Decision, DecisionResponse, Message, Role};
 use crate::api::{validate, ApiError};
 use crate::chat::rounds::Stop;
@@ -36,7 +38,7 @@ impl DuetAgent {
         room: &str,
         id: u64,
         body: &[u8],
-        token_name: Option<String>,
+        claims: Option<&Claims>,
     ) -> Result<Response, ApiError> {
         let (approve, user_id) = validate::decision_request(body)?;
         let decision = match approve {
@@ -44,7 +46,7 @@ impl DuetAgent {
             false => Decision::Denied,
         };
         let now = clock::now_ms();
-        let by = user_id.or(token_name);
+        let by = access::named(claims, user_id);
         let approval = self.approvals.decide(id, decision, by.as_deref(), now)?;
         self.touch(room).await?;
         self.schedule(now).await?;

@@ -168,8 +168,7 @@ impl DuetAgent {
             )?),
             Asked::Public(Action::Decide { approval }) => {
                 let body = body::read(req).await?;
-                let name = claims.and_then(|claims| claims.name);
-                self.decide(&room, approval, &body, name).await
+                self.decide(&room, approval, &body, claims.as_ref()).await
             }
             Asked::Public(Action::Mcp) => {
                 let headers = req.headers();

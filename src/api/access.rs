@@ -67,7 +67,7 @@ pub fn needed(action: Action) -> RoomRole {
 /// The role a frame sent on the live feed needs.
 pub fn needed_to_send(frame: &FromWatcher) -> RoomRole {
     match frame {
-        FromWatcher::Ack { .. } => RoomRole::Watcher,
+        FromWatcher::Ack { .. } | FromWatcher::Ping => RoomRole::Watcher,
         // A name shows in everyone's list of who is there; watchers are
         // named by their invite, if at all.
         FromWatcher::Name { .. } => RoomRole::Writer,
@@ -127,6 +127,23 @@ pub fn mode(access: Option<&str>, service_token_set: bool) -> Result<Mode, Strin
     }
 }
 
+/// Who asked for a command or decided one, as the audit and the feed name
+/// them. A room token names its holder (or at least its role), and that
+/// stands: what its client sends as `userId` is self-declared and shown
+/// beside it, marked so (`bo (says "ana")`). An owner's `userId` (the
+/// service token's server naming its own users, or anyone in open mode,
+/// where there is nothing better to go by) is taken as sent.
+pub fn named(claims: Option<&Claims>, user_id: Option<String>) -> Option<String> {
+    let Some(claims) = claims else {
+        return user_id;
+    };
+    let holder = claims.name.as_deref().unwrap_or(claims.role.name());
+    Some(match user_id {
+        Some(said) if said != holder => format!("{holder} (says {said:?})"),
+        _ => holder.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +158,34 @@ mod tests {
         Action::Invite,
         Action::Revoke,
     ];
+
+    #[test]
+    fn a_room_tokens_name_stands_and_a_userid_beside_it_is_self_declared() {
+        let claims = |name: Option<&str>| Claims {
+            room: "r".into(),
+            role: RoomRole::Writer,
+            expires_at: 1,
+            generation: "g".into(),
+            name: name.map(str::to_owned),
+        };
+        let said = |s: &str| Some(s.to_owned());
+        let bo = claims(Some("bo"));
+        assert_eq!(named(Some(&bo), None).as_deref(), Some("bo"));
+        assert_eq!(named(Some(&bo), said("bo")).as_deref(), Some("bo"));
+        assert_eq!(
+            named(Some(&bo), said("ana (owner)")).as_deref(),
+            Some(r#"bo (says "ana (owner)")"#)
+        );
+        let unnamed = claims(None);
+        assert_eq!(
+            named(Some(&unnamed), said("ana")).as_deref(),
+            Some(r#"writer (says "ana")"#)
+        );
+        assert_eq!(named(Some(&unnamed), None).as_deref(), Some("writer"));
+        // The service token's server, or open mode: the userId as sent.
+        assert_eq!(named(None, said("ana")).as_deref(), Some("ana"));
+        assert_eq!(named(None, None), None);
+    }
 
     #[test]
     fn roles_are_ordered_and_named() {

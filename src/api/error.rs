@@ -52,6 +52,8 @@ pub enum ApiError {
     AccessNotConfigured(String),
     #[error("the worker is not configured: {0}")]
     NotConfigured(String),
+    #[error("this worker does not answer at {host}; it answers at {known}")]
+    MisdirectedHost { host: String, known: String },
     #[error("cross-site request refused: the Origin {0} is not this worker's own")]
     CrossSite(String),
     #[error("the request body must be JSON, sent with Content-Type: application/json")]
@@ -94,6 +96,10 @@ pub enum ApiError {
     SandboxUnavailable(String),
     #[error("sandbox failed: {0}")]
     SandboxFailed(String),
+    #[error(
+        "this room is waking: its saved files are being restored ({0}); try again in a few seconds"
+    )]
+    Waking(String),
     #[error("sandbox did not answer within {0} ms")]
     SandboxTimeout(u64),
     #[error("internal error: {0}")]
@@ -126,6 +132,7 @@ impl ApiError {
             Self::NotFound | Self::NoKeptArchive | Self::NoSuchApproval => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::CleanedUp | Self::OpenAccess | Self::AlreadyDecided(_) => 409,
+            Self::MisdirectedHost { .. } => 421,
             Self::NotAWebSocket => 426,
             Self::PayloadTooLarge => 413,
             Self::NotJson => 415,
@@ -136,8 +143,17 @@ impl ApiError {
             | Self::TooManyWatchers(_)
             | Self::AccessNotConfigured(_)
             | Self::NotConfigured(_)
-            | Self::AiBusy(_) => 503,
+            | Self::AiBusy(_)
+            | Self::Waking(_) => 503,
             Self::AiTimeout(_) | Self::SandboxTimeout(_) => 504,
+        }
+    }
+
+    /// The `Retry-After` seconds of an answer worth trying again soon.
+    pub fn retry_after(&self) -> Option<&'static str> {
+        match self {
+            Self::Waking(_) => Some("2"),
+            _ => None,
         }
     }
 

@@ -55,7 +55,10 @@ pub const SANDBOXD_MARGIN_MS: u64 = 2_000;
 pub const SANDBOX_DESTROY_MS: u64 = 10_000;
 /// Time a cold container gets to start answering.
 pub const CONTAINER_START_MS: u64 = 10_000;
-/// Time restoring a sleeping room's workspace may take.
+/// What a cold exec's bound allows for its room's wake (restoring its
+/// saved files). The restore itself gets the time its archive needs
+/// (`duet_wire::restore_ms`) and goes on past a command that answers first
+/// (a retryable 503; see `sandbox::object`).
 pub const RESTORE_MS: u64 = 5_000;
 /// What a cold sandbox (started, or woken and restored) may add to an exec's
 /// own bound of `timeoutMs` + [`SANDBOXD_MARGIN_MS`].

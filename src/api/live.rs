@@ -198,6 +198,10 @@ pub enum FromWatcher {
     Ack { seq: u64 },
     /// The name to show it by, when its token gives none.
     Name { name: String },
+    /// A keep-alive written otherwise than the exact text the runtime
+    /// answers by itself (`{"type": "ping"}`, with a space): answered
+    /// `pong` all the same.
+    Ping,
 }
 
 impl FromWatcher {
@@ -211,6 +215,7 @@ impl FromWatcher {
             ("name", None, Some(name)) => Some(Self::Name {
                 name: name.as_str()?.to_owned(),
             }),
+            ("ping", None, None) => Some(Self::Ping),
             _ => None,
         }
     }
@@ -356,7 +361,7 @@ mod tests {
     }
 
     #[test]
-    fn watchers_send_acks_and_names_only() {
+    fn watchers_send_acks_names_and_pings_only() {
         assert_eq!(
             FromWatcher::parse(r#"{"type":"ack","seq":12}"#),
             Some(FromWatcher::Ack { seq: 12 })
@@ -367,7 +372,16 @@ mod tests {
                 name: "ana ü".into()
             })
         );
+        // The exact text is the runtime's to answer; any other spelling is ours.
+        for ping in [
+            r#"{"type": "ping"}"#,
+            r#"{ "type" : "ping" }"#,
+            "{\"type\":\"ping\"}\n",
+        ] {
+            assert_eq!(FromWatcher::parse(ping), Some(FromWatcher::Ping), "{ping}");
+        }
         for other in [
+            r#"{"type":"ping","seq":1}"#,
             r#"{"type":"say","text":"x"}"#,
             r#"{"type":"exec","cmd":"touch x"}"#,
             r#"{"type":"message","text":"x"}"#,

@@ -12,6 +12,7 @@ pub mod limits;
 pub mod live;
 pub mod policy;
 pub mod route;
+pub mod shell;
 pub mod token;
 pub mod validate;
 pub mod wire;

@@ -3,17 +3,37 @@
 //! none) and the room's allow and deny rules, judged here for each command.
 //!
 //! A rule is a command prefix on whole words: `git status` matches
-//! `git status` and `git status -s`, not `git statusx`. A command is split
-//! at the shell's list and pipe operators (`;`, `&&`, `||`, `|`, `&`,
-//! newlines) and every part judged, its leading `NAME=value` words skipped.
-//! The split ignores quotes, so a quoted `;` makes one part more: that can
-//! only deny more, or ask more. Deny wins in every mode; in `ask` a command
-//! runs unasked only when every part is allowed. What rules cannot see:
-//! commands hidden in `bash -c '…'`, `eval`, `$(…)`, aliases, or a script
-//! written to a file and then run. They keep honest mistakes out of a shared
-//! sandbox; they are no wall against a determined model, which is what `ask`
-//! is for.
+//! `git status` and `git 'status' -s`, not `git statusx`. The line is read
+//! as bash reads it (`shell`), and rules are matched against the words of
+//! the commands found there, after quote removal.
+//!
+//! Deny wins in every mode. It sees every command the line would run, in
+//! lists, pipelines, compound commands, function bodies and substitutions,
+//! each with its name's path dropped (`/bin/rm` is `rm`), its leading
+//! assignments skipped, and the command behind a wrapper tried as well
+//! (`command`, `builtin`, `env`, `exec`, `nohup`, `time`, `nice`, `timeout`,
+//! `sudo`, `doas`, `setsid`, `stdbuf`, `ionice`, `xargs`, whose options and
+//! their values are skipped: a word that could be either is tried as a
+//! command too). A line the reader gives up on is also judged word by word,
+//! a rule tried at every word: that can only deny more.
+//!
+//! In `ask`, a line runs unasked only when it is plain simple commands
+//! (see [`shell::Line::plain`]) and every one begins with an allow rule.
+//!
+//! What rules cannot see: a script written to a file and run, strings run
+//! by another program (`bash -c '…'`, `eval`, `env -S`, `find -exec`), a
+//! command name built by a variable, `$(…)`, a glob or a brace expansion
+//! inside a word, and what earlier commands left in the room's persistent
+//! shell: an alias or function named like an allowed command, a trap, a
+//! `PS4` run by `set -x`. So an allow rule for a command that runs its
+//! arguments (`eval`, `bash`, `find`, `xargs`, even `printf -v` or
+//! `test -v`, which evaluate array subscripts) allows what they run. Deny
+//! rules keep honest mistakes out of a shared sandbox; they are no wall
+//! against a determined model, which is what `ask` is for.
 
+use std::mem::take;
+
+use super::shell;
 use serde::Serialize;
 
 /// How the room treats the agent's commands.
@@ -62,22 +82,32 @@ impl Policy {
 
     /// What becomes of the agent's command `cmd`.
     pub fn judge(&self, cmd: &str) -> Verdict {
-        let parts = parts(cmd);
-        let matching =
-            |rules: &[String], part: &str| rules.iter().find(|rule| prefix_of(rule, part)).cloned();
-        if let Some(rule) = parts.iter().find_map(|part| matching(&self.deny, part)) {
-            return Verdict::Denied { rule };
+        let line = shell::parse(cmd);
+        let mut cmds = line.cmds;
+        let found = cmds.len();
+        if !line.ok {
+            cmds.push(loose(cmd));
+        }
+        for (i, words) in cmds.iter().enumerate() {
+            if let Some(rule) = denied(&self.deny, words, i == found) {
+                return Verdict::Denied { rule: rule.clone() };
+            }
         }
         match self.agent_commands {
             AgentCommands::Off => Verdict::Off,
             AgentCommands::Auto => Verdict::Run { rule: None },
             AgentCommands::Ask => {
-                let allowed: Option<Vec<String>> = parts
-                    .iter()
-                    .map(|part| matching(&self.allow, part))
-                    .collect();
-                match allowed.and_then(|rules| rules.into_iter().next()) {
-                    Some(rule) => Verdict::Run { rule: Some(rule) },
+                let mut first = None;
+                for words in cmds.iter().take(found) {
+                    match self.allow.iter().find(|r| starts(r, words, false)) {
+                        Some(rule) if line.plain => _ = first.get_or_insert(rule),
+                        _ => return Verdict::Ask,
+                    }
+                }
+                match first {
+                    Some(rule) => Verdict::Run {
+                        rule: Some(rule.clone()),
+                    },
                     None => Verdict::Ask,
                 }
             }
@@ -98,47 +128,92 @@ pub enum Verdict {
     Off,
 }
 
-/// The simple commands of a command line, each without leading
-/// assignments (empty ones left out).
-fn parts(cmd: &str) -> Vec<&str> {
-    cmd.split([';', '&', '|', '\n'])
-        .map(|part| {
-            let mut rest = part.trim();
-            while let Some((word, after)) = rest.split_once(char::is_whitespace) {
-                if !is_assignment(word) {
+/// Commands that run the command in their arguments.
+const WRAPPERS: &[u8] =
+    b"builtin command env exec nohup time nice timeout sudo doas setsid stdbuf ionice xargs";
+
+/// The first deny rule that a command the words may run begins with.
+/// That command may begin (with `all`, anywhere) past leading assignments,
+/// past a word an expansion may have left empty, and past each wrapper and
+/// its options; a word after an option may be the option's value or the
+/// command, so both are tried.
+fn denied<'r>(rules: &'r [String], words: &[Vec<u8>], all: bool) -> Option<&'r String> {
+    let mut head = vec![all as u8; words.len() + 1];
+    for (k, word) in words.iter().enumerate() {
+        if k > 0 && head[k] == 0 {
+            continue;
+        }
+        if let Some(rule) = rules.iter().find(|r| starts(r, &words[k..], true)) {
+            return Some(rule);
+        }
+        if word.is_empty() || shell::assignment(word) {
+            head[k + 1] = 1;
+        }
+        if shell::table(WRAPPERS).any(|w| w == base(word)) {
+            let mut opt = false;
+            for (j, w) in words.iter().enumerate().skip(k + 1) {
+                // Options, numbers (`timeout 5`, `nice -n 10`), `NAME=value`.
+                let c = w.first().copied().unwrap_or(0);
+                if c == b'-' || c.is_ascii_digit() || shell::assignment(w) {
+                    opt = c == b'-';
+                    continue;
+                }
+                head[j] = 1;
+                if !opt {
                     break;
                 }
-                rest = after.trim_start();
+                opt = false;
             }
-            if is_assignment(rest) {
-                ""
-            } else {
-                rest
-            }
-        })
-        .filter(|part| !part.is_empty())
-        .collect()
+        }
+    }
+    None
 }
 
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
+/// The words of a line the reader gave up on: cut at blanks and at every
+/// character bash treats specially, quotes and backslashes dropped.
+fn loose(cmd: &str) -> Vec<Vec<u8>> {
+    let mut words = vec![];
+    let mut w = vec![];
+    for &c in cmd.as_bytes().iter().chain(b" ") {
+        if c.is_ascii_whitespace() || b";&|()<>`${},".contains(&c) {
+            if !w.is_empty() {
+                words.push(take(&mut w));
+            }
+        } else if !b"'\"\\".contains(&c) {
+            w.push(c);
+        }
+    }
+    words
 }
 
-/// Whether `rule`'s words begin `part`'s, whitespace between words counted
-/// as one.
-fn prefix_of(rule: &str, part: &str) -> bool {
-    let mut words = part.split_whitespace();
+/// A command's name without its path.
+fn base(word: &[u8]) -> &[u8] {
+    &word[word.iter().rposition(|&c| c == b'/').map_or(0, |k| k + 1)..]
+}
+
+/// Whether `rule`'s words begin `words`; for a deny rule the first words
+/// are compared without their paths.
+fn starts(rule: &str, words: &[Vec<u8>], deny: bool) -> bool {
+    let mut words = words.iter();
     rule.split_whitespace()
-        .all(|want| words.next() == Some(want))
+        .map(str::as_bytes)
+        .enumerate()
+        .all(|(k, r)| {
+            words
+                .next()
+                .is_some_and(|w| w == r || deny && k == 0 && base(w) == base(r))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn words(cmd: &str) -> Vec<Vec<String>> {
+        let text = |w: &Vec<u8>| String::from_utf8_lossy(w).into_owned();
+        let cmds = shell::parse(cmd).cmds;
+        cmds.iter().map(|c| c.iter().map(text).collect()).collect()
+    }
 
     fn policy(mode: AgentCommands, allow: &[&str], deny: &[&str]) -> Policy {
         let own = |rules: &[&str]| rules.iter().map(|r| r.to_string()).collect();
@@ -151,18 +226,26 @@ mod tests {
 
     #[test]
     fn rules_match_whole_words_from_the_start() {
-        assert!(prefix_of("git status", "git status"));
-        assert!(prefix_of("git status", "git   status -s"));
-        assert!(!prefix_of("git status", "git statusx"));
-        assert!(!prefix_of("git status", "git"));
-        assert!(!prefix_of("rm", "echo rm"));
+        let starts = |rule, cmd| starts(rule, &shell::parse(cmd).cmds[0], false);
+        assert!(starts("git status", "git status"));
+        assert!(starts("git status", "git   status -s"));
+        assert!(starts("git status", "git 'status' -s"));
+        assert!(!starts("git status", "git statusx"));
+        assert!(!starts("git status", "git"));
+        assert!(!starts("rm", "echo rm"));
+        assert!(!starts("ls", "/bin/ls"));
     }
 
     #[test]
     fn every_part_of_a_command_line_is_judged() {
         assert_eq!(
-            parts("cd src && FOO=1 BAR=x make -j2 | tee log; ls\n  X=1"),
-            ["cd src", "make -j2", "tee log", "ls"]
+            words("cd src && FOO=1 BAR=x make -j2 | tee log; ls\n  X=1"),
+            [
+                vec!["cd", "src"],
+                vec!["make", "-j2"],
+                vec!["tee", "log"],
+                vec!["ls"]
+            ]
         );
         let p = policy(AgentCommands::Auto, &[], &["rm -rf", "curl"]);
         assert_eq!(
@@ -204,12 +287,203 @@ mod tests {
         );
         assert_eq!(p.judge("ls && make"), Verdict::Ask);
         assert_eq!(p.judge("make"), Verdict::Ask);
-        // A quoted operator splits too, so it can only ask more.
-        assert_eq!(p.judge("cat 'a;b'"), Verdict::Ask);
+        // A quoted operator is a word's, as in bash (it used to split the
+        // command and ask).
+        assert_eq!(
+            p.judge("cat 'a;b'"),
+            Verdict::Run {
+                rule: Some("cat".into())
+            }
+        );
         assert_eq!(
             policy(AgentCommands::Auto, &[], &[]).judge("make"),
             Verdict::Run { rule: None }
         );
+    }
+
+    #[test]
+    fn allow_rules_let_through_only_plain_simple_commands() {
+        let p = policy(
+            AgentCommands::Ask,
+            &["ls", "echo", "git status", "cat"],
+            &[],
+        );
+        for cmd in [
+            "ls $(touch pwn1)",
+            "echo `touch pwn2`",
+            "ls >(touch pwn3)",
+            "cat <(touch pwn4)",
+            "echo hi > pwn5",
+            "git status $(touch pwn6)",
+            "echo hi >> f",
+            "ls &> f",
+            "ls 2>f",
+            "ls >&f",
+            "ls >|f",
+            "ls <>f",
+            "cat < /etc/shadow",
+            "ls > $f",
+            "ls >/dev/null/../f",
+            "ls {fd}>/dev/null",
+            "echo $((x))",
+            "echo $[x]",
+            "echo ${x@P}",
+            "echo ${!x}",
+            "echo ${x[0]}",
+            "echo ${#x}",
+            "echo ${x:=y}",
+            "echo \"${x:-$(touch y)}\"",
+            "PATH=. ls",
+            "LD_PRELOAD=/tmp/x.so ls",
+            "ls; (touch x)",
+            "(ls)",
+            "{ ls; }",
+            "{ls,-la}",
+            "$x",
+            "$x ls",
+            "l? -la",
+            "~/ls",
+            "/bin/ls",
+            "\"$(echo ls)\"",
+            "cat <<EOF\nx\nEOF",
+            "cat <<'EOF'\nx\nEOF",
+            "cat <<< x",
+            "ls\ntouch x",
+            "ls & touch x",
+            "ls \"$(touch x)\"",
+            "ls \\$(touch x)",
+            "echo \"`echo \\`touch x\\``\"",
+            "if true; then ls; fi",
+            "while ls; do :; done",
+            "for f in a; do ls; done",
+            "case a in a) ls;; esac",
+            "! ls",
+            "time ls",
+            "[[ -f x ]] && ls",
+            "((x)) && ls",
+            "ls() { touch x; }",
+            "function ls { touch x; }",
+            "coproc ls",
+            "ls 'a",
+            "ls @(a|b)",
+            "",
+            "# only a comment",
+        ] {
+            assert_eq!(p.judge(cmd), Verdict::Ask, "{cmd:?}");
+        }
+        for (cmd, rule) in [
+            ("ls -la", "ls"),
+            ("git status", "git status"),
+            ("git 'status' -s", "git status"),
+            ("cat README.md", "cat"),
+            ("git status && ls -la | cat", "git status"),
+            ("echo \"hello world\"", "echo"),
+            ("ls 2>&1", "ls"),
+            (
+                "ls > /dev/null 2>/dev/null </dev/null &>/dev/null >&2 3>&-",
+                "ls",
+            ),
+            ("ls {a,b} *.rs ~/x", "ls"),
+            ("ls # comment; touch x", "ls"),
+            ("ls '$(touch x)'", "ls"),
+            ("ls \\$\\(touch x\\)", "ls"),
+            ("echo $HOME \"$1\" ${PWD} $? \"$@\" $#", "echo"),
+            ("'ls' -l; cat a |& cat &", "ls"),
+            ("ls\n\necho done;", "ls"),
+        ] {
+            let want = Verdict::Run {
+                rule: Some(rule.into()),
+            };
+            assert_eq!(p.judge(cmd), want, "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn deny_rules_see_every_command_the_line_runs() {
+        let p = policy(AgentCommands::Auto, &[], &["git push", "rm"]);
+        for cmd in [
+            "/bin/rm x",
+            "./rm x",
+            "\\rm x",
+            "'rm' x",
+            "r''m x",
+            "\"rm\" x",
+            "r\\\nm x",
+            "$'\\x72m' x",
+            "command rm x",
+            "command -p rm x",
+            "command -v rm",
+            "env rm x",
+            "/usr/bin/env -i -u HOME FOO=1 -- rm x",
+            "nohup rm x",
+            "time rm x",
+            "time -p rm x",
+            "builtin command rm x",
+            "env nohup time rm x",
+            "exec -a name rm x",
+            "sudo -u bob rm x",
+            "nice -n 10 rm x",
+            "timeout -s KILL 5 rm x",
+            "xargs -I {} rm {}",
+            "FOO=1 rm x",
+            "! rm x",
+            "(rm x)",
+            "{ rm x; }",
+            "if true; then rm -rf x; fi",
+            "if rm x; then :; fi",
+            "while rm x; do :; done",
+            "for f in *; do rm $f; done",
+            "select f in a; do rm $f; done",
+            "case x in x) rm x;; esac",
+            "f() { rm x; }",
+            "ls && rm x",
+            "ls || rm x",
+            "ls | rm x",
+            "ls |& rm x",
+            "ls & rm x",
+            "ls\nrm x",
+            "echo $(rm x)",
+            "echo \"$(rm x)\"",
+            "echo `rm x`",
+            "echo \"`echo \\`rm x\\``\"",
+            "cat <(rm x)",
+            "a=$(rm x) ls",
+            "ls > \"$(rm x)\"",
+            "echo ${x:-$(rm x)}",
+            "echo $((1 + $(rm x)))",
+            "[[ -n $(rm x) ]]",
+            "(( $(rm x) ))",
+            "cat <<E\n$(rm x)\nE",
+            "{rm,-rf,x}",
+            "$x {rm,-rf,x}",
+            "env {rm,-rf,x}",
+            "rm 'unbalanced",
+            "echo $(rm x",
+            "coproc rm x",
+            "$x rm x",
+            "${x} \\rm x",
+            "\"$x\" env \"\" rm x",
+            "$'rm'$x x",
+            "r${x}m x",
+            "git push",
+            "command git push --force",
+        ] {
+            assert!(matches!(p.judge(cmd), Verdict::Denied { .. }), "{cmd:?}");
+        }
+        for cmd in [
+            "echo rm",
+            "git commit -m 'rm x'",
+            "echo '$(rm x)'",
+            "cat <<'E'\n$(rm x)\nE",
+            "nohup grep rm x",
+            "sudo -u bob grep rm x",
+            "git status",
+            "rmdir x",
+        ] {
+            assert_eq!(p.judge(cmd), Verdict::Run { rule: None }, "{cmd:?}");
+        }
+        let by_path = policy(AgentCommands::Auto, &[], &["/bin/rm"]);
+        assert!(matches!(by_path.judge("rm x"), Verdict::Denied { .. }));
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub fn error(e: &ApiError) -> Response {
         if let Some(allow) = e.allow() {
             response.headers_mut().set("Allow", allow)?;
         }
+        if let Some(seconds) = e.retry_after() {
+            response.headers_mut().set("Retry-After", seconds)?;
+        }
         // Plain: no OAuth metadata is offered (MCP clients that find it
         // start OAuth instead of sending the token they were given).
         if e.status() == 401 {

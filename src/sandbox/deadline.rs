@@ -4,7 +4,10 @@
 //! after the request arrived: the command's time limit is cut to what is
 //! left once the sandbox is ready.
 
+use duet_wire::{restore_ms, RESTORE_MAX_MS};
+
 use crate::api::limits::{COLD_START_ALLOWANCE_MS, EXEC_ANSWER_MS, SANDBOXD_MARGIN_MS};
+use crate::sandbox::sandboxd::RESTORE_ANSWER_MS;
 
 /// The moment by which an exec that arrived at `arrived` with a time limit
 /// of `timeout_ms` must be answered: the command's bound, plus the start
@@ -23,6 +26,17 @@ pub fn command_limit(timeout_ms: u64, deadline: u64, now: u64) -> Option<u64> {
         .saturating_sub(SANDBOXD_MARGIN_MS);
     let limit = timeout_ms.min(left);
     (limit > 0).then_some(limit)
+}
+
+/// How long a wake's restore may take, from what the archive holds as
+/// sandboxd packed it: the time sandboxd gives it, plus the time for its
+/// answer. An archive saved without those figures gets the longest.
+pub fn restore_limit(entries: Option<u64>, unpacked: Option<u64>) -> u64 {
+    let sandboxd_ms = match (entries, unpacked) {
+        (Some(entries), Some(bytes)) => restore_ms(entries, bytes).min(RESTORE_MAX_MS),
+        _ => RESTORE_MAX_MS,
+    };
+    sandboxd_ms + RESTORE_ANSWER_MS
 }
 
 #[cfg(test)]
@@ -52,6 +66,23 @@ mod tests {
             None
         );
         assert_eq!(command_limit(1_000, deadline, deadline + 5), None);
+    }
+
+    #[test]
+    fn a_restore_gets_the_time_its_archive_needs() {
+        let small = restore_limit(Some(10), Some(10_000));
+        let tree = restore_limit(Some(14_400), Some(14_400 * 512));
+        assert!(small < tree, "{small} < {tree}");
+        assert_eq!(tree, restore_ms(14_400, 14_400 * 512) + RESTORE_ANSWER_MS);
+        // What sleep would refuse, or an archive saved without the figures.
+        assert_eq!(
+            restore_limit(None, Some(1)),
+            RESTORE_MAX_MS + RESTORE_ANSWER_MS
+        );
+        assert_eq!(
+            restore_limit(Some(u64::MAX / 2), Some(u64::MAX / 2)),
+            RESTORE_MAX_MS + RESTORE_ANSWER_MS
+        );
     }
 
     #[test]

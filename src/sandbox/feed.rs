@@ -56,7 +56,9 @@ use crate::api::{validate, ApiError};
 use crate::runtime::{clock, config, random};
 
 /// What a watcher sends to keep an idle socket open, and what the runtime
-/// answers ([`PONG`]) without waking the object.
+/// answers ([`PONG`]) without waking the object. The runtime matches this
+/// exact text; the same frame spelled otherwise (`{"type": "ping"}`) wakes
+/// the object, which answers it too.
 pub const PING: &str = r#"{"type":"ping"}"#;
 const PONG: &str = r#"{"type":"pong"}"#;
 
@@ -615,6 +617,9 @@ impl Feed {
                 let counters = watchers.entry(tags.id).or_insert_with(|| Counters::at(seq));
                 counters.acked = counters.acked.max(seq.min(counters.sent));
                 counters.asked_at = None;
+            }
+            FromWatcher::Ping => {
+                let _ = ws.send_with_str(PONG);
             }
             FromWatcher::Name { name } => {
                 let shown = Shown::of(ws);

@@ -11,18 +11,26 @@
 //! - a workspace that sandboxd says it could not restore (too many entries,
 //!   too large unpacked, ...) is not put to sleep: the sandbox stays up, and
 //!   the alarm asks again after another idle time;
-//! - a room always wakes: when the saved files cannot come back after all
-//!   (refused, or too slow for the restore's bound), the command runs in an
-//!   empty workspace, says so in its stderr and the log, and the archive is
-//!   kept aside for the room to fetch (`GET …/sandbox/archive`);
+//! - a sleeping room wakes with its files: the restore runs on its own, not
+//!   as part of the command that began it, for as long as what the archive
+//!   holds needs (`duet_wire::restore_ms` of its entries and bytes, which
+//!   sandboxd measured when it packed it, and which its sleep was refused
+//!   past). Commands wait for it, each until its own deadline, then answer a
+//!   retryable 503 naming the wake; a restore given up for time leaves the
+//!   room asleep with its archive, for the next command to try again. Only
+//!   an archive that sandboxd refuses outright (it cannot come back, now or
+//!   later) leaves an empty workspace: the command says so in its stderr and
+//!   the log, and the archive is kept aside for the room to fetch (`GET
+//!   …/sandbox/archive`). What sleep could not keep (sockets, devices) is
+//!   named on the first command's stderr after the wake;
 //! - after `ROOM_TTL_SECONDS` without a command the room expires: sandbox
 //!   and archive are deleted.
 //!
 //! A sleep and a command never overlap: a command that arrives while the
 //! workspace is being saved waits for it, and a sleep that sees a command
 //! arrived while it saved keeps the sandbox running. One restore serves a
-//! wake however many commands arrive: the first restores, the others wait
-//! for it, each within its own deadline.
+//! wake however many commands arrive: the first begins it, all wait for it,
+//! each within its own deadline.
 //!
 //! Room tokens are checked against the room's generation here, where the
 //! commands and the live feed are (`room::access`): the DuetAgent tells the
@@ -33,7 +41,7 @@
 //! wake) is not sent (409); one already in sandboxd is ended by the destroy
 //! (sandboxd cancels it, or the container goes).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -41,16 +49,17 @@ use duet_wire::ExecRequest;
 use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
+use worker::wasm_bindgen_futures::spawn_local;
 use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Delay, Env, Response, State, WebSocket};
 
 use super::audit::Audit;
-use super::deadline::{command_limit, exec_deadline};
+use super::deadline::{command_limit, exec_deadline, restore_limit};
 use super::feed::{Feed, Joining};
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
-use crate::api::access::{Mode, RoomRole};
-use crate::api::limits::{AUDIT_CMD_CHARS, RESTORE_MS, SANDBOX_ARCHIVE_MAX_BYTES};
+use crate::api::access::{self as roles, Mode, RoomRole};
+use crate::api::limits::{AUDIT_CMD_CHARS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::live::{self, CloseReason, Source};
 use crate::api::route::{self, Action};
 use crate::api::token::Claims;
@@ -60,7 +69,7 @@ use crate::api::wire::{
 use crate::api::{validate, ApiError};
 use crate::mcp::tools::Tool;
 use crate::room::access::{self, Generation};
-use crate::room::calls::AgentObject;
+use crate::room::calls::{AgentObject, Consent};
 use crate::room::clock::{Due, RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
 use crate::runtime::log::{self, ObjectFailure};
@@ -77,34 +86,33 @@ const RETRY_MS: u64 = 60_000;
 #[wasm_bindgen]
 pub struct Sandbox {
     state: State,
+    /// The runtime's handle of `state`, for the restore that outlives the
+    /// command which began it.
+    raw: DurableObjectState,
     env: Env,
-    saved: Saved,
+    saved: Rc<Saved>,
     container: Rc<ContainerState>,
     timing: Timing,
     clock: RoomClock,
     /// A sleep is saving the workspace or stopping the sandbox.
     sleeping: Cell<bool>,
-    /// A command is restoring the saved workspace; others wait for it.
-    waking: Cell<bool>,
+    wake: Rc<Wake>,
     feed: Feed,
     generation: Generation,
     audit: Audit,
 }
 
-/// Sets a flag for as long as it lives, however the work it guards ends.
-struct Busy<'a>(&'a Cell<bool>);
-
-impl<'a> Busy<'a> {
-    fn set(flag: &'a Cell<bool>) -> Self {
-        flag.set(true);
-        Self(flag)
-    }
-}
-
-impl Drop for Busy<'_> {
-    fn drop(&mut self) {
-        self.0.set(false);
-    }
+/// A sleeping room's wake, shared between the restore, which runs on its
+/// own, and the commands waiting for it.
+#[derive(Default)]
+struct Wake {
+    /// A restore runs.
+    running: Cell<bool>,
+    /// What the first command after the wake tells in its stderr.
+    note: RefCell<Option<String>>,
+    /// Why the last restore left the room asleep, for the commands that
+    /// waited for it.
+    failed: RefCell<Option<String>>,
 }
 
 /// What came of an idle alarm's sleep.
@@ -121,8 +129,8 @@ enum Slept {
 #[wasm_bindgen(wasm_bindgen_futures = worker::wasm_bindgen_futures, js_sys = worker::js_sys)]
 impl Sandbox {
     #[wasm_bindgen(constructor)]
-    pub fn new(state: DurableObjectState, env: Env) -> Self {
-        let state = State::from(state);
+    pub fn new(raw: DurableObjectState, env: Env) -> Self {
+        let state = State::from(raw.clone().unchecked_into::<DurableObjectState>());
         let saved = Saved::open(state.storage().sql()).expect("the sandbox tables can be created");
         let generation =
             Generation::open(state.storage().sql()).expect("the access table can be created");
@@ -133,12 +141,13 @@ impl Sandbox {
             generation,
             audit,
             state,
-            saved,
+            raw,
+            saved: Rc::new(saved),
             container: Rc::default(),
             timing: Timing::of(&env),
             clock: RoomClock::default(),
             sleeping: Cell::new(false),
-            waking: Cell::new(false),
+            wake: Rc::default(),
             feed,
             env,
         }
@@ -237,13 +246,27 @@ impl Sandbox {
                     Asked::Call(Call::McpExec) => Source::Mcp,
                     _ => Source::Exec,
                 };
-                let exec = validate::exec_request(&body::read(req).await?)?;
+                let body = body::read(req).await?;
+                if let Some(claims) = claims.as_ref().filter(|_| source == Source::Exec) {
+                    if let Err(refused) = roles::allow(claims.role, Action::Exec) {
+                        let cmd = validate::exec_request(&body).map(|e| e.request.cmd);
+                        let asked_by = roles::named(Some(claims), None);
+                        let entry = Consent::default().refused(
+                            &cmd.unwrap_or_default(),
+                            source,
+                            asked_by.as_deref(),
+                        );
+                        self.audit.record(&entry)?;
+                        return Err(refused);
+                    }
+                }
+                let exec = validate::exec_request(&body)?;
                 let request = exec.request;
                 let (decided_by, rule) = match source {
                     Source::Agent | Source::Mcp => (exec.decided_by, exec.rule),
                     Source::Exec => (None, None),
                 };
-                let asked_by = exec.user_id.or_else(|| claims.and_then(|c| c.name));
+                let asked_by = roles::named(claims.as_ref(), exec.user_id);
                 let command = first_chars(&request.cmd, AUDIT_CMD_CHARS).to_owned();
                 self.touch(&room, arrived).await?;
                 // Output streams to the watchers there are; without any, the
@@ -439,7 +462,7 @@ impl Sandbox {
         feed_id: Option<&str>,
     ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
         let sandboxd = self.sandboxd()?;
-        let asleep = self.asleep()? || self.sleeping.get() || self.waking.get();
+        let asleep = self.asleep()? || self.sleeping.get() || self.wake.running.get();
         let cold = asleep || sandboxd.is_cold();
         let deadline = exec_deadline(arrived, request.timeout_ms, cold);
         let late = || ApiError::SandboxTimeout(deadline - arrived);
@@ -447,16 +470,21 @@ impl Sandbox {
             .await
             .ok_or_else(late)?;
         sandboxd.start(deadline).await?;
-        self.wait_while(&self.waking, deadline)
-            .await
-            .ok_or_else(late)?;
-        let note = match self.asleep()? {
-            false => None,
-            true => {
-                let _waking = Busy::set(&self.waking);
-                self.wake(&sandboxd, room, name, deadline).await?
+        if self.asleep()? {
+            if !self.wake.running.get() {
+                self.begin_wake(room, name);
             }
-        };
+            let wait_ms = config::number(&self.env, "SANDBOX_WAKE_WAIT_MS", u64::MAX, u64::MAX);
+            let until = deadline.min(arrived.saturating_add(wait_ms));
+            let waited = self.wait_while(&self.wake.running, until).await;
+            if waited.is_none() || self.asleep()? {
+                let why = self.wake.failed.borrow().clone();
+                return Err(ApiError::Waking(
+                    why.unwrap_or_else(|| "still restoring".into()),
+                ));
+            }
+        }
+        let note = self.wake.note.take();
         // A warm command keeps its own limit; a cold one gets what the start left.
         let timeout_ms = match cold {
             false => request.timeout_ms,
@@ -507,43 +535,30 @@ impl Sandbox {
         Some(())
     }
 
-    /// Restores a sleeping room's files into its fresh sandbox. When they
-    /// cannot come back, the room wakes with an empty workspace, the archive
-    /// is kept aside, and the answer is a note saying so for the command's
-    /// stderr. A sandboxd that cannot be reached leaves the room asleep, to
-    /// be woken by the next command.
-    async fn wake(
-        &self,
-        sandboxd: &Sandboxd<'_>,
-        room: &str,
-        name: &str,
-        deadline: u64,
-    ) -> Result<Option<String>, ApiError> {
-        let started = clock::now_ms();
-        let bytes = self.saved.archive_bytes(Archive::Saved)?;
-        let restore = match self.saved.blob(Archive::Saved)? {
-            None => Restore::Done,
-            Some(archive) => {
-                let limit = RESTORE_MS.min(deadline.saturating_sub(started)).max(1);
-                sandboxd.restore(name, archive, limit).await?
+    /// Begins restoring a sleeping room's files into its started sandbox,
+    /// on its own: the restore goes on when the commands waiting for it
+    /// answer first, so a workspace slow to come back still comes back.
+    fn begin_wake(&self, room: &str, name: &str) {
+        self.wake.running.set(true);
+        self.wake.failed.take();
+        let raw = self.raw.clone().unchecked_into::<DurableObjectState>();
+        let (env, container) = (self.env.clone(), Rc::clone(&self.container));
+        let (saved, wake) = (Rc::clone(&self.saved), Rc::clone(&self.wake));
+        let idle_ms = self.timing.idle_ms;
+        let (room, name) = (room.to_owned(), name.to_owned());
+        spawn_local(async move {
+            let state = State::from(raw);
+            let woke = match Sandboxd::locate(&state, &env, &container, idle_ms) {
+                Ok(sandboxd) => restore_saved(&sandboxd, &saved, &room, &name).await,
+                Err(e) => Err(e),
+            };
+            match woke {
+                Ok(note) => *wake.note.borrow_mut() = note,
+                Err(ApiError::Waking(why)) => *wake.failed.borrow_mut() = Some(why),
+                Err(e) => *wake.failed.borrow_mut() = Some(e.to_string()),
             }
-        };
-        let note = match restore {
-            Restore::Done => {
-                self.saved.clear_archive()?;
-                None
-            }
-            Restore::Refused(why) => {
-                self.saved.keep_archive()?;
-                Some(format!(
-                    "duet: this room's saved files could not be restored ({why}); the workspace \
-                     starts empty, and the archive is kept at GET /api/rooms/{room}/sandbox/archive"
-                ))
-            }
-        };
-        self.saved.set_asleep(false)?;
-        log::lifecycle("wake", "Sandbox", room, started, Some(bytes), note.clone());
-        Ok(note)
+            wake.running.set(false);
+        });
     }
 
     /// The archive of files that could not be restored, as it was saved.
@@ -620,6 +635,10 @@ impl Sandbox {
             return saving.map(|_| Slept::Interrupted);
         }
         let note = match saving {
+            Ok(Saving::Saved(packed)) => {
+                self.saved.set_packed(&packed)?;
+                packed.left_out
+            }
             Ok(Saving::TooLarge) => {
                 self.saved.clear_archive()?;
                 Some(format!(
@@ -633,7 +652,7 @@ impl Sandbox {
                 log::lifecycle("stay-awake", "Sandbox", room, started, None, Some(note));
                 return Ok(Slept::Refused);
             }
-            _ => None,
+            Ok(Saving::Nothing) | Err(_) => None,
         };
         let stopped = sandboxd.destroy(&name).await;
         self.sleeping.set(false);
@@ -662,6 +681,59 @@ impl Sandbox {
     fn sandboxd(&self) -> Result<Sandboxd<'_>, ApiError> {
         Sandboxd::locate(&self.state, &self.env, &self.container, self.timing.idle_ms)
     }
+}
+
+/// Restores a sleeping room's saved files into its fresh sandbox, within
+/// the time what they hold needs; answers the note for the next command's
+/// stderr. The room wakes when they came back, or when sandboxd refused
+/// them outright: then with an empty workspace, the archive kept aside, and
+/// a note saying so. A restore given up for time, or a sandboxd that cannot
+/// be reached, leaves the room asleep with its archive, for another try.
+async fn restore_saved(
+    sandboxd: &Sandboxd<'_>,
+    saved: &Saved,
+    room: &str,
+    name: &str,
+) -> Result<Option<String>, ApiError> {
+    let started = clock::now_ms();
+    let bytes = saved.archive_bytes(Archive::Saved)?;
+    let packed = saved.packed()?;
+    let restore = match saved.blob(Archive::Saved)? {
+        None => Restore::Done,
+        Some(archive) => {
+            let limit = restore_limit(packed.entries, packed.unpacked);
+            sandboxd.restore(name, archive, limit).await?
+        }
+    };
+    let note = match restore {
+        Restore::Done => {
+            saved.clear_archive()?;
+            packed
+                .left_out
+                .map(|left_out| format!("duet: when this room went to sleep, {left_out}"))
+        }
+        Restore::Refused(why) => {
+            saved.keep_archive()?;
+            Some(format!(
+                "duet: this room's saved files could not be restored ({why}); the workspace \
+                 starts empty, and the archive is kept at GET /api/rooms/{room}/sandbox/archive"
+            ))
+        }
+        Restore::TooSlow(why) => {
+            log::lifecycle(
+                "wake-retry",
+                "Sandbox",
+                room,
+                started,
+                Some(bytes),
+                Some(why.clone()),
+            );
+            return Err(ApiError::Waking(why));
+        }
+    };
+    saved.set_asleep(false)?;
+    log::lifecycle("wake", "Sandbox", room, started, Some(bytes), note.clone());
+    Ok(note)
 }
 
 /// A command's result with `note` as the first line of its stderr.

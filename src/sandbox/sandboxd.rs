@@ -40,7 +40,10 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use duet_wire::stream::Line;
-use duet_wire::{ExecRequest, Route, MAX_BYTES, TIMEOUT_MS};
+use duet_wire::{
+    ExecRequest, Route, ENTRIES_HEADER, LEFT_OUT_HEADER, MAX_BYTES, TIMEOUT_MS,
+    UNPACKED_BYTES_HEADER,
+};
 use futures_util::StreamExt;
 use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
@@ -247,6 +250,7 @@ impl<'a> Sandboxd<'a> {
                     )));
                 }
             }
+            let packed = Packed::of(&response);
             let mut stream = response.stream()?;
             let mut chunk = Vec::with_capacity(CHUNK_BYTES);
             let mut total = 0u64;
@@ -272,7 +276,7 @@ impl<'a> Sandboxd<'a> {
             if !chunk.is_empty() {
                 keep(chunk)?;
             }
-            Ok(Saving::Saved(total))
+            Ok(Saving::Saved(packed))
         };
         timeout::within(limit_ms, saving)
             .await
@@ -280,10 +284,9 @@ impl<'a> Sandboxd<'a> {
     }
 
     /// Replaces the workspace of a started sandbox with `archive`, within
-    /// `limit_ms`. sandboxd
-    /// gets a little less time than this call waits, so that it gives up
-    /// first and says so; a restore it gives up on (or whose caller went
-    /// away) leaves the workspace as it was.
+    /// `limit_ms`. sandboxd gets a little less time than this call waits, so
+    /// that it gives up first and says so; a restore it gives up on (or
+    /// whose caller went away) leaves the workspace as it was.
     pub async fn restore(
         &self,
         name: &str,
@@ -305,16 +308,17 @@ impl<'a> Sandboxd<'a> {
             }
             None => {
                 self.state.ready.set(false);
-                return Ok(Restore::Refused(format!(
+                return Ok(Restore::TooSlow(format!(
                     "sandboxd did not finish the restore within {limit_ms} ms"
                 )));
             }
         };
         match response.status_code() {
             200 => Ok(Restore::Done),
-            // Refused (bad, too large, unrestorable) or too slow: the archive
-            // itself cannot come back, now or on a later try.
-            400 | 413 | 422 | 504 => Ok(Restore::Refused(internal::error_of(response).await)),
+            // Refused (bad, too large, unrestorable): the archive itself
+            // cannot come back, now or on a later try.
+            400 | 413 | 422 => Ok(Restore::Refused(internal::error_of(response).await)),
+            504 => Ok(Restore::TooSlow(internal::error_of(response).await)),
             status => {
                 let why = internal::error_of(response).await;
                 Err(ApiError::SandboxUnavailable(format!(
@@ -508,15 +512,38 @@ impl<'a> Sandboxd<'a> {
 /// What became of saving a workspace.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Saving {
-    /// The archive was kept; its size in bytes.
-    Saved(u64),
+    /// The archive was kept.
+    Saved(Packed),
     /// There was no workspace (or no running container) to save.
     Nothing,
     /// The archive was over the cap; whatever was kept of it is to be dropped.
     TooLarge,
     /// sandboxd would not restore this workspace (too many entries, too
-    /// large unpacked, ...), so it must not sleep; why.
+    /// large unpacked, too slow to bring back), so it must not sleep; why.
     Unrestorable(String),
+}
+
+/// What sandboxd says an archive holds, as it packed it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Packed {
+    /// Entries and unpacked bytes, from which a restore's time follows
+    /// (`duet_wire::restore_ms`); `None` when sandboxd did not say.
+    pub entries: Option<u64>,
+    pub unpacked: Option<u64>,
+    /// What it could not keep (sockets, devices), to tell the room.
+    pub left_out: Option<String>,
+}
+
+impl Packed {
+    fn of(response: &Response) -> Self {
+        let header = |name| response.headers().get(name).ok().flatten();
+        let number = |name| header(name).and_then(|n| n.trim().parse().ok());
+        Self {
+            entries: number(ENTRIES_HEADER),
+            unpacked: number(UNPACKED_BYTES_HEADER),
+            left_out: header(LEFT_OUT_HEADER),
+        }
+    }
 }
 
 /// What became of restoring a workspace that sandboxd could be asked to
@@ -524,16 +551,20 @@ pub enum Saving {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Restore {
     Done,
-    /// The archive was refused, or took too long; why. The workspace is as
-    /// it was before (empty, in a fresh sandbox).
+    /// The archive was refused, by its content or a bound of this sandboxd:
+    /// it cannot come back, now or later; why. The workspace is as it was
+    /// before (empty, in a fresh sandbox).
     Refused(String),
+    /// The restore did not finish in its time and was given up; the archive
+    /// may still come back on another try; why.
+    TooSlow(String),
 }
 
 /// How long before the worker's own bound sandboxd gives up a restore, so
 /// its answer (and the reason) still arrives: sandboxd removes what it had
 /// unpacked before it answers, which takes up to about a second at its
 /// bound of entries.
-const RESTORE_ANSWER_MS: u64 = 1_500;
+pub const RESTORE_ANSWER_MS: u64 = 1_500;
 
 /// The longest pause between two health checks of a starting container.
 const MAX_START_PAUSE_MS: u64 = 1_000;

@@ -2,7 +2,9 @@
 //! serves (an alarm comes with no request to name it), when the room last
 //! ran a command, whether its sandbox sleeps, and a sleeping room's
 //! workspace as a compressed archive in chunks of [`CHUNK_BYTES`] (a SQLite
-//! row holds at most 2 MB). An archive that could not be restored is moved
+//! row holds at most 2 MB), with what sandboxd said it holds (entries and
+//! unpacked bytes, from which its restore's time follows, and what it could
+//! not keep). An archive that could not be restored is moved
 //! aside, kept for the room's people to fetch, so that the room can wake
 //! with an empty workspace without losing the files.
 //!
@@ -19,6 +21,7 @@ use std::cell::RefCell;
 
 use worker::{js_sys, web_sys, SqlStorage, SqlStorageValue};
 
+use super::sandboxd::Packed;
 use crate::runtime::sql::{self, number, text};
 
 /// Bytes per stored chunk of an archive.
@@ -64,6 +67,15 @@ impl Saved {
                 name TEXT NOT NULL,
                 last_used INTEGER NOT NULL,
                 asleep INTEGER NOT NULL
+            )",
+            None,
+        )?;
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS packed (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                entries INTEGER,
+                unpacked INTEGER,
+                left_out TEXT
             )",
             None,
         )?;
@@ -146,6 +158,36 @@ impl Saved {
         Ok(())
     }
 
+    /// Records what the saved archive holds.
+    pub fn set_packed(&self, packed: &Packed) -> worker::Result<()> {
+        let number = |n: Option<u64>| n.map_or(SqlStorageValue::Null, |n| (n as i64).into());
+        let left_out = packed
+            .left_out
+            .as_deref()
+            .map_or(SqlStorageValue::Null, Into::into);
+        self.sql.exec(
+            "INSERT OR REPLACE INTO packed (id, entries, unpacked, left_out) VALUES (1, ?, ?, ?)",
+            vec![number(packed.entries), number(packed.unpacked), left_out],
+        )?;
+        Ok(())
+    }
+
+    /// What the saved archive holds, as far as sandboxd said.
+    pub fn packed(&self) -> worker::Result<Packed> {
+        let row = sql::first(self.sql.exec(
+            "SELECT entries, unpacked, left_out FROM packed WHERE id = 1",
+            None,
+        )?)?;
+        Ok(match row.as_deref() {
+            Some([entries, unpacked, left_out]) => Packed {
+                entries: number(entries),
+                unpacked: number(unpacked),
+                left_out: text(left_out),
+            },
+            _ => Packed::default(),
+        })
+    }
+
     /// An archive's chunks, in order.
     fn chunks(
         &self,
@@ -187,6 +229,7 @@ impl Saved {
 
     pub fn clear_archive(&self) -> worker::Result<()> {
         self.sql.exec("DELETE FROM archive", None)?;
+        self.sql.exec("DELETE FROM packed", None)?;
         Ok(())
     }
 

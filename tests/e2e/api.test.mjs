@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
+import { upgrade } from "./support/feed.mjs";
 import { alone, client, startStack, startWorker } from "./support/stack.mjs";
 
 const ROOM = "0b6e7f0e-3c1a-4a43-9d0e-6f5f2b1c9a10";
@@ -170,6 +171,66 @@ describe("cross-site requests", () => {
     }
     // Reading changes nothing, and the browser keeps the answer from the other page.
     assert.equal((await worker.api("GET", `${room}/messages`, undefined, { origin: EVIL })).status, 200);
+  });
+});
+
+describe("DNS rebinding: only the worker's own hosts are served", () => {
+  // A page on attacker.example whose name now resolves to this machine:
+  // its requests carry its own name as Host, and its own origin.
+  let stack, worker;
+  before(async () => {
+    stack = await startStack();
+    worker = stack.worker;
+  });
+  after(() => stack.stop());
+
+  test("open mode: a foreign Host is a JSON 421 on every /api/ route and the feed, before anything runs", async () => {
+    const port = new URL(worker.url).port;
+    const room = `/api/rooms/${ROOM}-rebind`;
+    const marker = await worker.api("POST", `${room}/sandbox/exec`, { cmd: "echo kept > marker" });
+    assert.equal(marker.status, 200, marker.text);
+    for (const host of [`attacker.example:${port}`, `localhost.attacker.example:${port}`, `127.0.0.1.attacker.example:${port}`]) {
+      const origin = `http://${host}`;
+      for (const [method, route, body] of [["POST", "/sandbox/exec", { cmd: "touch pwned" }], ["DELETE", "", undefined], ["POST", "/message", { text: "hi" }], ["GET", "/messages", undefined], ["GET", "/policy", undefined]]) {
+        const res = await alone(worker.url, method, room + route, body, { host, origin });
+        assert.equal(res.status, 421, `${method} ${route} at ${host}: ${res.text}`);
+        assert.match(res.json.error, new RegExp(`does not answer at ${host.replaceAll(".", "\\.")}.*DUET_HOSTS`));
+      }
+      const feed = await upgrade(worker.url, `${ROOM}-rebind`, { host, origin, "sec-websocket-protocol": "duet.v1" });
+      assert.equal(feed.status, 421, `the feed at ${host}`);
+    }
+    const ls = await worker.api("POST", `${room}/sandbox/exec`, { cmd: "ls; cat marker" });
+    assert.equal(ls.json.result.stdout, "marker\nkept\n", "nothing ran and the room was not deleted");
+    // The loopback names stay the worker's own, each with its own origin.
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`]) {
+      const res = await alone(worker.url, "POST", `${room}/sandbox/exec`, { cmd: "true" }, { host, origin: `http://${host}` });
+      assert.equal(res.status, 200, `${host}: ${res.text}`);
+    }
+    assert.equal((await alone(worker.url, "GET", "/health", undefined, { host: `attacker.example:${port}` })).status, 200, "health needs no host");
+  });
+
+  test("token mode and DUET_HOSTS: only the listed hosts, and an Origin judged against them, not against Host", async () => {
+    const listed = await startWorker({ access: "token", vars: { SANDBOX_URL: stack.sandboxd.url, DUET_API_TOKEN: "t0ken-for-tests", DUET_HOSTS: "duet.example.com, duet.acme.workers.dev" } });
+    try {
+      const auth = { authorization: "Bearer t0ken-for-tests" };
+      const room = `/api/rooms/${ROOM}-hosts/sandbox/exec`;
+      const local = await listed.api("POST", room, { cmd: "true" }, auth);
+      assert.equal(local.status, 421, "a loopback name is not listed");
+      assert.match(local.json.error, /duet\.example\.com, duet\.acme\.workers\.dev/);
+      const attacker = await alone(listed.url, "POST", room, { cmd: "true" }, { ...auth, host: "attacker.example" });
+      assert.equal(attacker.status, 421);
+      for (const host of ["duet.example.com", "DUET.acme.workers.dev"]) {
+        const res = await alone(listed.url, "POST", room, { cmd: "true" }, { ...auth, host, origin: `https://${host}` });
+        assert.equal(res.status, 200, `${host}: ${res.text}`);
+      }
+      // The request's own Host is no proof: an Origin must be a listed host over https.
+      for (const origin of ["http://duet.example.com", "https://attacker.example", "https://duet.example.com:8443"]) {
+        const res = await alone(listed.url, "POST", room, { cmd: "true" }, { ...auth, host: "duet.example.com", origin });
+        assert.equal(res.status, 403, origin);
+      }
+    } finally {
+      await listed.stop();
+    }
   });
 });
 

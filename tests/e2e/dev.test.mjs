@@ -56,7 +56,12 @@ test("npm run dev serves health, exec, chat with <run> tags, the page and cleanu
     e.message += `\n--- npm run dev stderr ---\n${stderr.slice(-3000)}`;
     throw e;
   } finally {
-    process.kill(-child.pid, "SIGTERM");
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch (e) {
+      // The whole group is gone already: it exited by itself, and the error above says why.
+      if (e.code !== "ESRCH") throw e;
+    }
     await exited;
     await ai.close();
   }

@@ -57,20 +57,20 @@ describe("hostile input", () => {
 
   test("a Content-Length of 4 GiB or more is refused at once", async () => {
     for (const length of ["65537", "4294967295", "4294967296", "1099511627776"]) {
-      const answer = await raw(worker.url, `POST /api/rooms/r1/message HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n{`);
+      const answer = await raw(worker.url, `POST /api/rooms/r1/message HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n{`);
       assert.match(answer, /^HTTP\/1\.1 413 /, `${length}: ${answer.slice(0, 80)}`);
     }
   });
 
   test("a malformed chunked body is a JSON 400", async () => {
-    const answer = await raw(worker.url, "POST /api/rooms/r1/message HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\nnot a chunk\r\n0\r\n\r\n");
+    const answer = await raw(worker.url, "POST /api/rooms/r1/message HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\nnot a chunk\r\n0\r\n\r\n");
     assert.match(answer, /^HTTP\/1\.1 400 /, answer.slice(0, 200));
     assert.match(answer, /"error":"[^"]+"/);
   });
 
   test("a client that hangs up mid-body is not logged as a server error", async () => {
     const before = worker.logs.length;
-    await raw(worker.url, "POST /api/rooms/hangup/message HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"text\": \"partial", { hangUp: true });
+    await raw(worker.url, "POST /api/rooms/hangup/message HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"text\": \"partial", { hangUp: true });
     await new Promise((resolve) => setTimeout(resolve, 500));
     const lines = worker.logs.slice(before).map((line) => JSON.parse(line)).filter((l) => l.room === "hangup");
     assert.ok(lines.length > 0, "the request is logged");
@@ -87,7 +87,7 @@ describe("hostile input", () => {
   test("HEAD of the page's parts answers as GET, without the body", async () => {
     const assets = pageAssets();
     for (const [route, type] of [["/", "text/html"], ["/rooms/r-1", "text/html"], [assets["duet.js"], "text/javascript"], [assets["duet.css"], "text/css"]]) {
-      const answer = await raw(worker.url, `HEAD ${route} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const answer = await raw(worker.url, `HEAD ${route} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
       const [head, body] = answer.split("\r\n\r\n");
       assert.match(head, /^HTTP\/1\.1 200 /, `${route}: ${head}`);
       assert.match(head, new RegExp(`content-type: ${type}`, "i"), route);

@@ -258,6 +258,62 @@ describe("each room is an MCP server", () => {
     }
   });
 
+  test("allow rules hold: a line that could run more than it shows asks; honest commands pass; deny rules see through disguises", async () => {
+    const room = randomUUID();
+    const set = await service()("PUT", `/api/rooms/${room}/policy`, { agentCommands: "ask", allow: ["ls", "echo", "git status", "cat"], deny: ["rm"] });
+    assert.equal(set.status, 200, set.text);
+    const made = await service()("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo keep > victim" });
+    assert.equal(made.status, 200, made.text);
+    const writer = await invite(room, "writer", "ana-agent");
+    const c = await CLIENTS["v2 (auto)"](mcpUrl(room), writer);
+    const run = (command) => c.callTool({ name: "run_command", arguments: { command } });
+    /** At most 8 calls at once, the room's bound. */
+    const all = async (commands) => {
+      const results = [];
+      for (let i = 0; i < commands.length; i += 8) results.push(...(await Promise.all(commands.slice(i, i + 8).map(run))));
+      return results;
+    };
+    try {
+      // The review's escapes and more: each asks, and nobody approves it.
+      const escapes = [
+        "ls $(touch pwn1)",
+        "echo `touch pwn2`",
+        "ls >(touch pwn3)",
+        "cat <(touch pwn4)",
+        "echo hi > pwn5",
+        "git status $(touch pwn6)",
+        'echo "$(touch pwn7)"',
+        "ls\ntouch pwn8",
+        "cat <<EOF\n$(touch pwn9)\nEOF",
+        "PATH=. ls",
+        "echo $((x[$(touch pwn10)]))",
+        "ls && (touch pwn11)",
+      ];
+      for (const [i, result] of (await all(escapes)).entries()) {
+        assert.deepEqual([result.isError, result.content[0].text], [true, "not run: expired, no writer approved it within 3 s"], escapes[i]);
+      }
+      // Honest commands still run unasked, each under its rule.
+      const honest = ["ls -la", "git status", "cat victim", 'echo "hello world"', "ls 2>&1 | cat", "ls > /dev/null", "cat 'victim'"];
+      for (const [i, result] of (await all(honest)).entries()) {
+        assert.equal(result.isError, false, `${honest[i]}: ${JSON.stringify(result)}`);
+      }
+      // Deny rules see the command word through quotes, paths, wrappers and compound forms.
+      const disguised = [
+        "/bin/rm victim", "\\rm victim", "'rm' victim", "r''m victim", '"rm" victim', "command rm victim", "env rm victim",
+        "env -i FOO=1 rm victim", "nohup rm victim", "time rm victim", "builtin command rm victim", "! rm victim", "(rm victim)",
+        "{ rm victim; }", "if true; then rm -rf victim; fi", "for f in x; do rm victim; done", "while false; do rm victim; done",
+        "echo $(rm victim)", "ls | rm victim", "true && rm victim", "exec rm victim", "X=1 rm victim",
+      ];
+      for (const [i, result] of (await all(disguised)).entries()) {
+        assert.deepEqual([result.isError, result.content[0].text], [true, "not run: denied by the room's rule `rm`"], disguised[i]);
+      }
+      const left = await service()("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ls; cat victim" });
+      assert.equal(left.json.result.stdout, "victim\nkeep\n", "nothing of the escapes or the disguises ran");
+    } finally {
+      await c.close();
+    }
+  });
+
   test("approvals in ask mode: a run_command waits for a writer, then runs; denied is a tool error", async () => {
     const room = randomUUID();
     const set = await service()("PUT", `/api/rooms/${room}/policy`, { agentCommands: "ask", deny: ["rm"] });

@@ -199,7 +199,9 @@ describe("the web page", () => {
       ].join("\n"),
     );
     // xterm.js's DOM renderer: a cell's colour is a class of its span, the
-    // theme's red for ANSI red and for stderr.
+    // theme's red for ANSI red and for stderr. It draws on the next
+    // animation frame, after the buffer read above: wait for the last row.
+    await page.waitForFunction(() => [...document.querySelectorAll(".xterm-rows span")].some((s) => s.textContent === "warned"));
     const red = await page.$$eval(".xterm-rows span", (spans) => spans.filter((s) => ["red", "warned"].includes(s.textContent)).map((s) => [s.textContent, s.className, getComputedStyle(s).color]));
     assert.deepEqual(red, [["red", "xterm-fg-1", "rgb(255, 123, 114)"], ["warned", "xterm-fg-1", "rgb(255, 123, 114)"]]);
     const rows = await page.$$eval(".xterm-rows > div", (divs) => divs.map((d) => d.textContent.trimEnd()));

@@ -166,6 +166,12 @@ describe("rejoining the live feed", () => {
     const pong = new Promise((resolve) => ana.ws.addEventListener("message", (m) => m.data === '{"type":"pong"}' && resolve()));
     ana.ws.send('{"type":"ping"}');
     await pong;
+    // The README's spelling, with a space, is answered too (by the object, not the runtime).
+    for (const spelled of ['{"type": "ping"}', '{ "type" : "ping" }']) {
+      const again = new Promise((resolve) => ana.ws.addEventListener("message", (m) => m.data === '{"type":"pong"}' && resolve()));
+      ana.ws.send(spelled);
+      await again;
+    }
     const bo = watch(worker.url, room);
     await bo.until(first("hello"));
     bo.ws.send(JSON.stringify({ type: "name", name: "bo" }));

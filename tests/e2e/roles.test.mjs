@@ -90,6 +90,40 @@ describe("roles in token mode", () => {
     }
   });
 
+  test("a room token's name stands in the audit and on the feed; a userId beside it is self-declared; refusals by role are audited", async () => {
+    const room = randomUUID();
+    const { token: bo } = await invite(room, "writer", { name: "bo" });
+    const { token: vi } = await invite(room, "watcher", { name: "vi" });
+    const seen = watch(worker.url, room, { protocols: protocols(SERVICE) });
+    await seen.until(first("hello"));
+    const ran = await as(bo)("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo by-bo", userId: "ana (owner)" });
+    assert.equal(ran.status, 200, ran.text);
+    const started = await seen.until((events) => events.find((e) => e.type === "command" && e.cmd === "echo by-bo"));
+    assert.equal(started.askedBy, 'bo (says "ana (owner)")');
+    const refused = await as(vi)("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "touch by-vi", userId: "bo" });
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal(refused.json.error, "this needs the writer role; the token gives watcher");
+    // The service token's server names its own users: its userId is taken as sent.
+    const served = await as(SERVICE)("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ls", userId: "ana" });
+    assert.equal(served.json.result.stdout, "", "the watcher's command did not run");
+    const audit = (await as(SERVICE)("GET", `/api/rooms/${room}/audit`)).json.entries;
+    const entry = (command) => audit.find((e) => e.command === command);
+    assert.equal(entry("echo by-bo").askedBy, 'bo (says "ana (owner)")');
+    assert.equal(entry("echo by-bo").outcome, "ran");
+    assert.equal(entry("touch by-vi").askedBy, "vi", "the token's name, not the userId it sent");
+    assert.equal(entry("touch by-vi").outcome, "refused");
+    assert.equal(entry("ls").askedBy, "ana");
+    // A decision is named the same way.
+    assert.equal((await as(SERVICE)("PUT", `/api/rooms/${room}/policy`, { agentCommands: "ask" })).status, 200);
+    const asked = await as(SERVICE)("POST", `/api/rooms/${room}/message`, { text: "steps echo approved", userId: "ana" });
+    assert.equal(asked.status, 200, asked.text);
+    const [waiting] = asked.json.approvals;
+    const decided = await as(bo)("POST", `/api/rooms/${room}/approvals/${waiting.id}`, { decision: "approve", userId: "cleo" });
+    assert.equal(decided.status, 200, decided.text);
+    assert.equal(decided.json.approval.decidedBy, 'bo (says "cleo")');
+    seen.close();
+  });
+
   test("the service token is an owner in every room; no token is a 401 everywhere", async () => {
     const room = randomUUID();
     for (const route of ROUTES) {

@@ -6,12 +6,14 @@
 // lifecycle.test.mjs: a sandbox idle for IDLE_S seconds sleeps.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
 import { events, sleep, until } from "./support/lifecycle.mjs";
-import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { ROOT, startSandboxd, startWorker } from "./support/stack.mjs";
 
 const IDLE_S = 2;
 const VARS = { SANDBOX_IDLE_SECONDS: String(IDLE_S), ROOM_TTL_SECONDS: "3600" };
@@ -180,5 +182,126 @@ describe("a room always wakes: a tree of many files (SANDBOX_URL)", () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "35000\n", `${outcome.event}: ${res.json.result.stderr}`);
     assert.equal(res.json.result.stderr, "");
+  });
+});
+
+describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", () => {
+  // Under the build folder, not the system's temporary folder, which may be
+  // a tmpfs: creating files there says nothing of a real disk.
+  let sandboxd, worker;
+  before(async () => {
+    fs.mkdirSync(path.join(ROOT, "target"), { recursive: true });
+    const root = fs.mkdtempSync(path.join(ROOT, "target", "wake-disk-"));
+    sandboxd = await startSandboxd({ root });
+    worker = await startWorker({ vars: { ...VARS, SANDBOX_URL: sandboxd.url } });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+    fs.rmSync(sandboxd.root, { recursive: true, force: true });
+  });
+
+  /**
+   * Sends `cmd` 8 times at once to a sleeping room, each again while the
+   * answer is the wake's retryable 503, and answers the 8 results. A
+   * workspace that came back empty fails `check`.
+   */
+  async function eightAtOnce(room, cmd, check) {
+    const one = async () => {
+      for (const started = Date.now(); Date.now() - started < 120_000; ) {
+        const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+        if (res.status !== 503) return res;
+        assert.match(res.json.error, /this room is waking/, res.text);
+        assert.equal(res.headers.get("retry-after"), "2");
+        await sleep(500);
+      }
+      throw new Error("the room never woke");
+    };
+    const answers = await Promise.all(Array.from({ length: 8 }, one));
+    for (const res of answers) {
+      assert.equal(res.status, 200, res.text);
+      check(res.json.result);
+    }
+    assert.equal(events(worker, room).filter((e) => e.event === "wake").length, 1, "one restore brought it back");
+    return answers;
+  }
+
+  const slept = (room) =>
+    until("the sleep", () => events(worker, room).find((e) => e.event === "sleep" || e.event === "stay-awake"), 120_000);
+
+  for (const [what, make, files] of [
+    ["120 folders of 120 empty files", "for d in $(seq 120); do mkdir d$d; (cd d$d && seq 120 | xargs touch); done", 14_400],
+    // 30,000 entries, the most a sleep takes.
+    ["100 folders of 299 empty files", "for d in $(seq 100); do mkdir d$d; (cd d$d && seq 299 | xargs touch); done", 29_900],
+  ]) {
+    test(`${what} sleep and come back whole, 8 commands at once`, async () => {
+      const room = randomUUID();
+      const made = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: `${make}; find . -type f | wc -l` });
+      assert.equal(made.status, 200, made.text);
+      assert.equal(made.json.result.stdout, `${files}\n`);
+      const outcome = await slept(room);
+      assert.equal(outcome.event, "sleep", `a tree this size sleeps: ${outcome.note}`);
+      await eightAtOnce(room, "find . -type f | wc -l", (result) => assert.equal(result.stdout, `${files}\n`, result.stderr));
+    });
+  }
+
+  test("a venv, a fifo and links out of the workspace come back as they were; a socket is named", async () => {
+    const room = randomUUID();
+    const made = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, {
+      cmd: [
+        "python3 -m venv --without-pip .venv",
+        "mkfifo pipe",
+        "ln -s /etc/hostname host-link",
+        "ln -s ../../outside dangling",
+        "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('app.sock')\"",
+        ".venv/bin/python -c 'print(6 * 7)'",
+      ].join(" && "),
+      timeoutMs: 25_000,
+    });
+    assert.equal(made.status, 200, made.text);
+    assert.equal(made.json.result.stdout, "42\n", made.json.result.stderr);
+    const before = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "readlink .venv/bin/python" });
+    const outcome = await slept(room);
+    assert.equal(outcome.event, "sleep", outcome.note);
+    assert.match(outcome.note, /app\.sock \(socket\)/, "the log names what could not be kept");
+    const answers = await eightAtOnce(
+      room,
+      "readlink .venv/bin/python; .venv/bin/python -c 'print(6 * 7)'; test -p pipe && echo fifo; readlink host-link dangling; test -e app.sock || echo no-socket",
+      (result) => assert.equal(result.stdout, `${before.json.result.stdout}42\nfifo\n/etc/hostname\n../../outside\nno-socket\n`, result.stderr),
+    );
+    const noted = answers.filter((res) => /app\.sock \(socket\)/.test(res.json.result.stderr));
+    assert.equal(noted.length, 1, "the first command after the wake names the socket in its stderr");
+    assert.match(noted[0].json.result.stderr, /^duet: when this room went to sleep, /);
+  });
+});
+
+describe("a restore slower than a command's wait (SANDBOX_URL)", () => {
+  let sandboxd, worker;
+  before(async () => {
+    sandboxd = await startSandboxd();
+    worker = await startWorker({ vars: { ...VARS, SANDBOX_URL: sandboxd.url, SANDBOX_WAKE_WAIT_MS: "200" } });
+  });
+  after(async () => {
+    await worker.stop();
+    await sandboxd.stop();
+  });
+
+  test("commands answer a retryable 503 naming the wake, the restore goes on, and the files come back", async () => {
+    const room = randomUUID();
+    const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+    const made = await exec("for d in $(seq 60); do mkdir d$d; (cd d$d && seq 120 | xargs touch); done");
+    assert.equal(made.status, 200, made.text);
+    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"), 60_000);
+    const first = await exec("find . -type f | wc -l");
+    assert.equal(first.status, 503, first.text);
+    assert.match(first.json.error, /this room is waking: its saved files are being restored/);
+    assert.equal(first.headers.get("retry-after"), "2");
+    // Nobody waits now: the restore carries on by itself.
+    const woke = await until("the wake", () => events(worker, room).find((e) => e.event === "wake"), 60_000);
+    assert.equal(woke.note, undefined, "the files came back");
+    const res = await exec("find . -type f | wc -l");
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.result.stdout, "7200\n");
+    assert.equal(events(worker, room).filter((e) => e.event === "wake").length, 1, "one restore");
   });
 });

@@ -48,6 +48,22 @@ pub fn get_ok(server: &Server, name: &str) -> Vec<u8> {
     body
 }
 
+/// GETs the archive, which must be sent; returns its head and body.
+pub fn get_with_head(server: &Server, name: &str) -> (String, Vec<u8>) {
+    let (status, head, body) = get(server, name, "");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    (head, body)
+}
+
+/// The value of the response header `name` in `head`, if there.
+pub fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_string())
+    })
+}
+
 pub fn put(server: &Server, name: &str, body: &[u8]) -> (u16, Value) {
     let (status, bytes) = server.chunked("PUT", &archive_path(name), body, 64 * 1024);
     let value = serde_json::from_slice(&bytes)
@@ -164,7 +180,7 @@ fn a_workspace_survives_a_round_trip_through_an_archive() {
 }
 
 #[test]
-fn packing_leaves_out_what_a_restore_would_refuse() {
+fn packing_keeps_every_symlink_and_fifo_and_names_what_it_leaves_out() {
     let server = Server::start();
     let ws = server.workspace("odd");
     let r = server.exec(
@@ -174,12 +190,30 @@ fn packing_leaves_out_what_a_restore_would_refuse() {
     );
     assert_eq!(r.exit_code, 0, "{r:?}");
     let _socket = std::os::unix::net::UnixListener::bind(ws.join("sock")).expect("socket");
-    let mut names: Vec<String> = entries(&get_ok(&server, "odd"))
+    let (head, archive) = get_with_head(&server, "odd");
+    let mut names: Vec<(String, EntryType)> = entries(&archive)
         .into_iter()
-        .map(|(p, ..)| p)
+        .map(|(p, kind, _)| (p, kind))
         .collect();
-    names.sort();
-    assert_eq!(names, ["dangling", "inner", "sub", "sub/f"]);
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    let symlink = EntryType::Symlink;
+    assert_eq!(
+        names,
+        [
+            ("abs".to_string(), symlink),
+            ("dangling".into(), symlink),
+            ("fifo".into(), EntryType::Fifo),
+            ("inner".into(), symlink),
+            ("sub".into(), EntryType::Directory),
+            ("sub/f".into(), EntryType::Regular),
+            ("through".into(), symlink),
+            ("up".into(), symlink),
+        ]
+    );
+    assert_eq!(
+        header(&head, "x-duet-left-out").as_deref(),
+        Some("1 entry not kept (sockets and device files cannot be archived): sock (socket)")
+    );
 }
 
 #[test]
@@ -313,6 +347,14 @@ fn hostile_archives_are_refused_and_change_nothing() {
     server.exec("victim", "echo precious > keep.txt; mkdir sub; X=still");
     let pid = server.shell_pid("victim");
     let before = snapshot(&ws);
+    // Where an archive's symlinks lead, to show that nothing is written there:
+    // a sibling of the server's root, which is `..` from the restore's
+    // scratch directory.
+    let outside_dir = tempfile::tempdir().expect("tempdir");
+    let outside = outside_dir.path().canonicalize().unwrap();
+    assert_eq!(outside.parent(), server.root().parent());
+    let outside_name = outside.file_name().unwrap().to_str().unwrap().to_string();
+    let outside = outside.to_str().unwrap().to_string();
 
     let ok = file("fine.txt", b"fine");
     let valid = gzip(&tar_of(&[
@@ -343,38 +385,89 @@ fn hostile_archives_are_refused_and_change_nothing() {
             "a/../../x: the path contains ..",
         ),
         (
-            "absolute link",
-            gzip(&tar_of(&[link("l", "/etc"), file("l/passwd", b"x")])),
+            "below a link to /",
+            gzip(&tar_of(&[
+                link("a", "/"),
+                file(&format!("a{outside}/x"), b"x"),
+            ])),
             400,
-            "l: the symlink's target is absolute",
+            "a is a symlink",
         ),
         (
-            "link out",
-            gzip(&tar_of(&[link("l", ".."), file("l/x", b"x")])),
+            "below an absolute link",
+            gzip(&tar_of(&[link("l", &outside), file("l/x", b"x")])),
             400,
-            "l: the symlink leads out of the workspace",
+            "l/x: l is a symlink",
         ),
         (
-            "below a link",
+            "below a link out",
+            gzip(&tar_of(&[
+                link("a", "../.."),
+                file(&format!("a/{outside_name}/x"), b"x"),
+            ])),
+            400,
+            "a is a symlink",
+        ),
+        (
+            "a directory below a link to ..",
+            gzip(&tar_of(&[link("l", ".."), dir("l/d")])),
+            400,
+            "l/d: l is a symlink",
+        ),
+        (
+            "deep below a link",
+            gzip(&tar_of(&[
+                dir("d"),
+                link("d/up", &outside),
+                file("d/up/x/y", b"x"),
+            ])),
+            400,
+            "d/up/x/y: d/up is a symlink",
+        ),
+        (
+            "below a link inside",
             gzip(&tar_of(&[dir("d"), link("l", "d"), file("l/x", b"x")])),
             400,
             "l/x: l is a symlink",
         ),
         (
-            "through a link",
-            gzip(&tar_of(&[
-                dir("d"),
-                link("d/up", ".."),
-                link("l", "d/up/.."),
-            ])),
+            "a link then a directory of its name",
+            gzip(&tar_of(&[link("l", &outside), dir("l"), file("l/x", b"x")])),
             400,
-            "l: the symlink leads out",
+            "l: listed twice",
         ),
         (
-            "link made to lead out later",
-            gzip(&tar_of(&[link("l", "d/.."), link("d", ".")])),
+            "a link then a file of its name",
+            gzip(&tar_of(&[
+                link("l", &format!("{outside}/x")),
+                file("l", b"x"),
+            ])),
             400,
-            "l: the symlink leads out",
+            "l: listed twice",
+        ),
+        (
+            "a link over a directory",
+            gzip(&tar_of(&[dir("d"), file("d/f", b"x"), link("d", &outside)])),
+            400,
+            "d: listed twice",
+        ),
+        (
+            "a NUL in a link's target",
+            gzip(&tar_of(&[
+                raw_entry("././@LongLink", EntryType::GNULongLink, None, b"a\0b\0"),
+                link("nul", "x"),
+            ])),
+            400,
+            "nul: the name contains a NUL byte",
+        ),
+        (
+            "a link over a file",
+            gzip(&tar_of(&[
+                ok.clone(),
+                link("fine.txt", &format!("{outside}/x")),
+            ])),
+            400,
+            "fine.txt: listed twice",
         ),
         (
             "hard link",
@@ -398,10 +491,22 @@ fn hostile_archives_are_refused_and_change_nothing() {
             "sda: device files are not accepted",
         ),
         (
-            "fifo",
-            gzip(&tar_of(&[raw_entry("p", EntryType::Fifo, None, b"")])),
+            "a fifo over a file",
+            gzip(&tar_of(&[
+                ok.clone(),
+                raw_entry("fine.txt", EntryType::Fifo, None, b""),
+            ])),
             400,
-            "p: fifos are not accepted",
+            "fine.txt: listed twice",
+        ),
+        (
+            "a file below a fifo",
+            gzip(&tar_of(&[
+                raw_entry("p", EntryType::Fifo, None, b""),
+                file("p/x", b"x"),
+            ])),
+            400,
+            "p/x: p is not a directory",
         ),
         (
             "odd type",
@@ -491,6 +596,8 @@ fn hostile_archives_are_refused_and_change_nothing() {
     let (status, body) = server.send(head.as_bytes());
     assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
 
+    // Nothing was written outside either.
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
     // The shell was never touched.
     assert_eq!(server.shell_pid("victim"), pid);
     assert_eq!(server.exec("victim", "echo $X").stdout, "still\n");

@@ -1,7 +1,7 @@
-//! A room always wakes: packing refuses a workspace a restore would refuse,
-//! a restore judges symlinks in any order, and a restore is bounded, given
-//! up when late or unwanted, one at a time per sandbox, and harmless when
-//! it fails.
+//! A room always wakes: packing refuses a workspace a restore would refuse
+//! or would take too long to restore, a restore takes symlinks whatever
+//! they point to and in any order, and a restore is bounded, given up when
+//! late or unwanted, one at a time per sandbox, and harmless when it fails.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -85,9 +85,11 @@ fn packing_refuses_a_workspace_that_unpacks_past_the_restore_bound() {
 
 #[test]
 fn packing_and_restoring_agree_on_the_bounds_exactly() {
-    // Symlinks leading out and fifos are left out, and not counted.
+    // Symlinks leading out and fifos are kept, and counted; sockets are
+    // left out, and not counted.
     let setup = "mkdir d && head -c 3000 /dev/urandom > d/f && touch g h && ln -s d/f l \
-                 && ln -s .. out && mkfifo p";
+                 && ln -s .. out && mkfifo p \
+                 && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"s\")'";
     let server = Server::start();
     server.exec("edge", setup);
     let archive = get_ok(&server, "edge");
@@ -102,11 +104,11 @@ fn packing_and_restoring_agree_on_the_bounds_exactly() {
                 bytes - 1
             )),
         ),
-        ("--max-restore-entries", 5, None),
+        ("--max-restore-entries", 7, None),
         (
             "--max-restore-entries",
-            4,
-            Some("it has more than 4 entries (--max-restore-entries)".to_string()),
+            6,
+            Some("it has more than 6 entries (--max-restore-entries)".to_string()),
         ),
     ] {
         let bounded = Server::start_with(&[flag, &bound.to_string()], &[]);
@@ -135,22 +137,60 @@ fn packing_and_restoring_agree_on_the_bounds_exactly() {
 }
 
 #[test]
-fn symlinks_are_judged_once_every_entry_is_there() {
+fn packing_refuses_a_workspace_whose_restore_would_take_too_long() {
+    // 100 empty files: entries of one 512-byte header each, and the end of
+    // the tar.
+    let setup = "touch $(seq -f f%03g 100)";
+    let whole = duet_wire::restore_ms(100, 100 * 512 + 1024);
+    let server = Server::start_with(&["--max-restore-ms", &whole.to_string()], &[]);
+    server.exec("fits", setup);
+    let (_, head, _) = get(&server, "fits", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+
+    for max in [whole - 1, duet_wire::RESTORE_BASE_MS + 1] {
+        let server = Server::start_with(&["--max-restore-ms", &max.to_string()], &[]);
+        server.exec("slow", setup);
+        // Refused at the first entry that takes the estimate over, or at
+        // the end of the tar.
+        let (n, bytes) = (1..=100)
+            .map(|n| (n, n * 512))
+            .chain([(100, 100 * 512 + 1024)])
+            .find(|(n, bytes)| duet_wire::restore_ms(*n, *bytes) > max)
+            .expect("over");
+        assert_eq!(
+            get_error(&server, "slow", 422),
+            format!(
+                "workspace cannot be restored: its restore would take longer than {max} ms \
+                 (--max-restore-ms): {n} entries unpacking to {bytes} bytes, packed so far, are \
+                 estimated at {} ms",
+                duet_wire::restore_ms(n, bytes)
+            )
+        );
+        assert_eq!(root_names(&server), ["slow"], "the scratch file is gone");
+        assert_eq!(server.exec("slow", "ls | wc -l").stdout, "100\n");
+    }
+}
+
+#[test]
+fn symlinks_are_taken_whatever_they_point_to_in_any_order() {
     let server = Server::start();
     let ws = server.workspace("links");
     let r = server.exec(
         "links",
-        "mkdir -p a/b/c && ln -s a/b/c m && ln -s m/../.. l",
+        "mkdir -p a/b/c && ln -s a/b/c m && ln -s m/../.. l && ln -s m/../../../../.. far",
     );
     assert_eq!(r.exit_code, 0, "{r:?}");
     let archive = get_ok(&server, "links");
     assert_eq!(server.destroy("links").0, 200);
     let (status, value) = put(&server, "links", &archive);
     assert_eq!(status, 200, "{value}");
-    let r = server.exec("links", "cd l && pwd -P");
-    assert_eq!(r.stdout, format!("{}\n", ws.join("a").display()));
+    let r = server.exec("links", "(cd l && pwd -P); readlink far");
+    assert_eq!(
+        r.stdout,
+        format!("{}\nm/../../../../..\n", ws.join("a").display())
+    );
 
-    // In the order that used to be refused: `l` before `m` exists.
+    // `l` before `m` exists, leading in or out: a symlink is data.
     let tree = |l: &str| {
         gzip(&tar_of(&[
             link("l", l),
@@ -160,16 +200,12 @@ fn symlinks_are_judged_once_every_entry_is_there() {
             link("m", "a/b/c"),
         ]))
     };
-    let (status, value) = put(&server, "order", &tree("m/../.."));
-    assert_eq!(status, 200, "{value}");
-    // Still refused once everything is there when it leads out.
-    let (status, value) = put(&server, "order", &tree("m/../../../.."));
-    assert_eq!(status, 400, "{value}");
-    assert_eq!(
-        value["error"],
-        "archive refused: l: the symlink leads out of the workspace"
-    );
-    assert!(server.workspace("order").join("a/b/c").is_dir(), "kept");
+    for target in ["m/../..", "m/../../../..", "/", "../../.."] {
+        let (status, value) = put(&server, "order", &tree(target));
+        assert_eq!(status, 200, "{target}: {value}");
+        let got = fs::read_link(server.workspace("order").join("l")).unwrap();
+        assert_eq!(got, Path::new(target));
+    }
 }
 
 /// Makes a file whose path in the workspace is `len` bytes long, through
@@ -380,7 +416,11 @@ fn restore_query_errors_and_a_refused_restore_leave_a_working_sandbox() {
     assert_eq!(status, 400);
 
     // A refused archive into a sandbox that has no workspace yet.
-    let hostile = gzip(&tar_of(&[file("ok", b"x"), link("l", "..")]));
+    let hostile = gzip(&tar_of(&[
+        file("ok", b"x"),
+        link("l", ".."),
+        file("l/x", b"x"),
+    ]));
     let (status, value) = put_with(&server, "fresh", "?timeoutMs=5000", &hostile);
     assert_eq!(status, 400, "{value}");
     assert_eq!(root_names(&server), Vec::<String>::new());

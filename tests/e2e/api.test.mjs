@@ -214,7 +214,8 @@ describe("DNS rebinding: only the worker's own hosts are served", () => {
     try {
       const auth = { authorization: "Bearer t0ken-for-tests" };
       const room = `/api/rooms/${ROOM}-hosts/sandbox/exec`;
-      const local = await listed.api("POST", room, { cmd: "true" }, auth);
+      // Refused before the body is read, so on a connection of its own (see `alone`).
+      const local = await alone(listed.url, "POST", room, { cmd: "true" }, auth);
       assert.equal(local.status, 421, "a loopback name is not listed");
       assert.match(local.json.error, /duet\.example\.com, duet\.acme\.workers\.dev/);
       const attacker = await alone(listed.url, "POST", room, { cmd: "true" }, { ...auth, host: "attacker.example" });

@@ -11,25 +11,25 @@
 //! lists, pipelines, compound commands, function bodies and substitutions,
 //! each with its name's path dropped (`/bin/rm` is `rm`), its leading
 //! assignments skipped, and the command behind a wrapper tried as well
-//! (`command`, `builtin`, `env`, `exec`, `nohup`, `time`, `nice`, `timeout`,
-//! `sudo`, `doas`, `setsid`, `stdbuf`, `ionice`, `xargs`, whose options and
-//! their values are skipped: a word that could be either is tried as a
-//! command too). A line the reader gives up on is also judged word by word,
-//! a rule tried at every word: that can only deny more.
+//! (`command`, `builtin`, `env`, `eval`, `exec`, `nohup`, `time`, `nice`,
+//! `timeout`, `sudo`, `doas`, `setsid`, `stdbuf`, `ionice`, `xargs`, whose
+//! options and their values are skipped: a word that could be either is
+//! tried as a command too). A line the reader gives up on is also judged
+//! word by word, a rule tried at every word: that can only deny more.
 //!
 //! In `ask`, a line runs unasked only when it is plain simple commands
 //! (see [`shell::Line::plain`]) and every one begins with an allow rule.
 //!
 //! What rules cannot see: a script written to a file and run, strings run
-//! by another program (`bash -c '…'`, `eval`, `env -S`, `find -exec`), a
-//! command name built by a variable, `$(…)`, a glob or a brace expansion
-//! inside a word, and what earlier commands left in the room's persistent
-//! shell: an alias or function named like an allowed command, a trap, a
-//! `PS4` run by `set -x`. So an allow rule for a command that runs its
-//! arguments (`eval`, `bash`, `find`, `xargs`, even `printf -v` or
-//! `test -v`, which evaluate array subscripts) allows what they run. Deny
-//! rules keep honest mistakes out of a shared sandbox; they are no wall
-//! against a determined model, which is what `ask` is for.
+//! by another program (`bash -c '…'`, `eval 'rm x'`, `env -S`,
+//! `find -exec`), a command name built by a variable, `$(…)`, a glob or a
+//! brace expansion inside a word, and what earlier commands left in the
+//! room's persistent shell: an alias or function named like an allowed
+//! command, a trap, a `PS4` run by `set -x`. So an allow rule for a
+//! command that runs its arguments (`eval`, `bash`, `find`, `xargs`, even
+//! `printf -v` or `test -v`, which evaluate array subscripts) allows what
+//! they run. Deny rules keep honest mistakes out of a shared sandbox; they
+//! are no wall against a determined model, which is what `ask` is for.
 
 use std::mem::take;
 
@@ -130,7 +130,7 @@ pub enum Verdict {
 
 /// Commands that run the command in their arguments.
 const WRAPPERS: &[u8] =
-    b"builtin command env exec nohup time nice timeout sudo doas setsid stdbuf ionice xargs";
+    b"builtin command env eval exec nohup time nice timeout sudo doas setsid stdbuf ionice xargs";
 
 /// The first deny rule that a command the words may run begins with.
 /// That command may begin (with `all`, anywhere) past leading assignments,
@@ -174,7 +174,7 @@ fn denied<'r>(rules: &'r [String], words: &[Vec<u8>], all: bool) -> Option<&'r S
 fn loose(cmd: &str) -> Vec<Vec<u8>> {
     let mut words = vec![];
     let mut w = vec![];
-    for &c in cmd.as_bytes().iter().chain(b" ") {
+    for &c in cmd.as_bytes() {
         if c.is_ascii_whitespace() || b";&|()<>`${},".contains(&c) {
             if !w.is_empty() {
                 words.push(take(&mut w));
@@ -183,6 +183,7 @@ fn loose(cmd: &str) -> Vec<Vec<u8>> {
             w.push(c);
         }
     }
+    words.push(w);
     words
 }
 
@@ -387,7 +388,7 @@ mod tests {
             ("ls # comment; touch x", "ls"),
             ("ls '$(touch x)'", "ls"),
             ("ls \\$\\(touch x\\)", "ls"),
-            ("echo $HOME \"$1\" ${PWD} $? \"$@\" $#", "echo"),
+            ("echo $HOME \"$1\" ${PWD} ${1} ${@} $? \"$@\" $#", "echo"),
             ("'ls' -l; cat a |& cat &", "ls"),
             ("ls\n\necho done;", "ls"),
         ] {
@@ -421,6 +422,7 @@ mod tests {
             "builtin command rm x",
             "env nohup time rm x",
             "exec -a name rm x",
+            "eval command rm x",
             "sudo -u bob rm x",
             "nice -n 10 rm x",
             "timeout -s KILL 5 rm x",

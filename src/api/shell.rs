@@ -543,12 +543,11 @@ impl<'a> P<'a> {
                     let start = self.i;
                     self.skip(b'}', dq)?;
                     let inner = self.s.get(start..self.i - 1).unwrap_or_default();
-                    let first = inner.first().copied().unwrap_or(0);
-                    let digits = inner.iter().all(u8::is_ascii_digit);
-                    let name =
-                        name_len(inner) == inner.len() && (digits || !first.is_ascii_digit());
-                    let special = inner.len() == 1 && b"@*#?-$!".contains(&first);
-                    if inner.is_empty() || !(name || special) {
+                    // Only `${NAME}`, `${1}`, `${@}`… run nothing.
+                    let n = name_len(inner);
+                    let first = inner.first().copied().unwrap_or(b'0');
+                    let name = n == inner.len() && (n == 1 || !first.is_ascii_digit());
+                    if !(name || inner.len() == 1 && b"@*#?-$!".contains(&first)) {
                         self.plain = false;
                     }
                 }
@@ -859,11 +858,14 @@ s"#
             "function", "case", "$'", "\\\n",
         ];
         let mut seed: u32 = 1;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (seed >> 16) as usize
+        };
         for _ in 0..50_000 {
             let mut line = String::new();
-            for _ in 0..seed % 11 {
-                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                line.push_str(tokens[(seed >> 16) as usize % tokens.len()]);
+            for _ in 0..next() % 12 {
+                line.push_str(tokens[next() % tokens.len()]);
             }
             parse(&line);
         }

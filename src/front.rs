@@ -1,5 +1,5 @@
 //! The Worker's front door: it checks the token (the service token, or a
-//! room token's signature, expiry, room and role: `api::access`), routes,
+//! room token's signature, expiry, room and role: `access`), routes,
 //! refuses what another site's page could have sent (see `api::cross_site`)
 //! and a body declared too large, and hands the request itself, body unread,
 //! to the room's Durable Object (DuetAgent, or Sandbox for exec), which reads
@@ -8,7 +8,7 @@
 //! knows nothing of storage, models or shells. It works on the runtime's own
 //! request and response (see the crate docs).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 use serde::Serialize;
 use worker::wasm_bindgen::JsCast;
@@ -16,31 +16,13 @@ use worker::wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::{web_sys, DurableObject};
 use worker::Env;
 
-use crate::api::access::{self, Mode};
+use crate::access::request::{self, Credential};
+use crate::access::roles::Mode;
 use crate::api::route::{self, Action, Route};
-use crate::api::token::{self, Claims, Known};
-use crate::api::{auth, cross_site, ApiError};
+use crate::api::{cross_site, ApiError};
 use crate::runtime::log::{self, RequestLog};
-use crate::runtime::{body, clock, config, respond, signing};
+use crate::runtime::{body, clock, config, respond};
 use crate::{room, web};
-
-/// Who sent a request, as far as its token says.
-enum Credential {
-    /// The service token, or anyone in open mode: an owner in every room.
-    Owner,
-    /// A room token, its MAC checked and not expired.
-    Room(Claims),
-}
-
-impl Credential {
-    /// Refuses `action` in `room` to a room token that does not allow it.
-    fn admit(&self, room: &str, action: Action) -> Result<(), ApiError> {
-        match self {
-            Self::Owner => Ok(()),
-            Self::Room(claims) => access::admit(claims, room, action),
-        }
-    }
-}
 
 pub async fn handle(req: web_sys::Request, env: Env) -> web_sys::Response {
     let started = clock::now_ms();
@@ -89,50 +71,24 @@ fn admit_host(hosts: &cross_site::Hosts, url: &str, path: &str) -> Result<(), Ap
     }
 }
 
-/// Who sent a request to `/api/`: in token mode it needs the service token
-/// or a room token, as `Authorization: Bearer <token>` or, on a WebSocket,
-/// as a subprotocol (browsers cannot set headers on one; see `api::live`).
-/// Anything that is neither, a room token whose MAC is wrong included, is a
-/// 401; so is one that has expired. Other paths (health, the page) need
-/// none.
+/// Who sent a request: a request to `/api/` shows it by its token
+/// (`access::request`), as `Authorization: Bearer <token>` or, on a
+/// WebSocket, as a subprotocol (browsers cannot set headers on one). Other
+/// paths (health, the page) need none.
 async fn credential(req: &web_sys::Request, env: &Env, path: &str) -> Result<Credential, ApiError> {
-    let mode = room::access::mode(env);
+    let mode = request::mode(env);
     if let Ok(Mode::Open) = mode {
         warn_open();
     }
-    if !path.starts_with("/api/") || mode? == Mode::Open {
-        return Ok(Credential::Owner);
+    match path.starts_with("/api/") {
+        true => request::verified(req, env).await,
+        false => Ok(Credential::Owner),
     }
-    let presented = room::access::presented(req)?.ok_or(ApiError::Unauthorized)?;
-    let service = config::get(env, "DUET_API_TOKEN").unwrap_or_default();
-    if auth::same_token(&presented, &service) {
-        return Ok(Credential::Owner);
-    }
-    let known = VERIFIED.with(|verified| verified.borrow().get(&presented));
-    let claims = match known {
-        Some(claims) => claims,
-        None => {
-            let parsed = token::parse(&presented).ok_or(ApiError::Unauthorized)?;
-            let mac = signing::mac(env, parsed.signed.as_bytes()).await?;
-            if !auth::same_bytes(&mac, &parsed.mac) {
-                return Err(ApiError::Unauthorized);
-            }
-            let claims = Claims::from_payload(parsed.payload).ok_or(ApiError::Unauthorized)?;
-            VERIFIED.with(|verified| verified.borrow_mut().insert(&presented, &claims));
-            claims
-        }
-    };
-    if claims.expired(clock::now_ms()) {
-        return Err(ApiError::TokenExpired);
-    }
-    Ok(Credential::Room(claims))
 }
 
 thread_local! {
     /// This isolate has warned that the worker is open.
     static WARNED_OPEN: Cell<bool> = const { Cell::new(false) };
-    /// The room tokens this isolate has verified.
-    static VERIFIED: RefCell<Known> = RefCell::default();
 }
 
 /// Warns, once per isolate, that anyone may use every room.

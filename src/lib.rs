@@ -3,27 +3,42 @@
 //! and history) or [`sandbox::Sandbox`] (the room's shell, run by sandboxd in
 //! a container).
 //!
-//! The folders are floors, each using only those below it:
+//! The folders are floors, each using only those below it (a test,
+//! `tests/floors.rs`, reads this table and holds the code to it):
 //!
 //! ```text
-//! front                      the Worker: token, origin, routing, hand-off
-//! agent   sandbox            the two Durable Objects of a room
-//! room    chat   ai   web    the room layer both objects share; what the
-//! mcp                        model is told and how it is asked; the page;
-//!                            the room as an MCP server, as plain data
-//! api     runtime   text     the public contract as data; runtime glue
+//! front                  the Worker: host, token, route, hand-off
+//! agent sandbox          the room's two Durable Objects: what each serves
+//! exchange mcp           an exchange's rounds; the room as an MCP server
+//! room                   the typed calls between the two objects; the clock
+//! feed                   the live feed: events, the room's log, fan-out
+//! access approvals       roles and tokens; policy, approvals and the audit
+//! ai web                 the model backends and their input; the page
+//! runtime                glue to the Workers runtime
+//! api                    the HTTP contract as data
+//! base64url text         plain helpers
 //! ```
 //!
-//! - [`api`]: the public API as plain data: routes, limits, wire types, errors;
-//! - [`room`]: what a room's two objects share: the calls between them and
-//!   the room's clock; `sandbox` knows nothing of `agent` or `chat`, and
-//!   `agent` reaches the Sandbox object only through `room`;
-//! - [`chat`]: what the model is told, and its `<run>` tags;
-//! - [`ai`]: the model backends;
+//! - [`access`]: roles, room tokens, invites' signing, the one reader of a
+//!   request's token, the room's token generation;
+//! - [`approvals`]: the room's policy, the commands waiting for a writer,
+//!   what the room said of a command, the audit;
+//! - [`feed`]: what watchers receive and send, the room's log, fan-out;
+//! - [`room`]: the calls between the two objects and the room's clock;
+//!   `sandbox` knows nothing of `agent` or `exchange`, and `agent` reaches
+//!   the Sandbox object only through `room`;
+//! - [`exchange`]: one message's exchange with the model: what it is told,
+//!   its rounds, its `<run>` tags and tool calls, its time budget;
+//! - [`ai`]: the model backends and the model's input types;
 //! - [`mcp`]: the Model Context Protocol a room speaks to other agents;
+//! - [`api`]: the public HTTP contract as plain data: routes, errors,
+//!   limits, wire shapes, validation, cross-site rules;
 //! - [`runtime`]: glue to the Workers runtime;
 //! - beneath them all, the `duet_wire` crate: the wire to sandboxd, which
 //!   sandboxd builds too (a command's request and result among it).
+//!
+//! Each concept's folder holds its pure core, tested natively, beside the
+//! thin glue it needs (its own SQLite table, the runtime's sockets).
 //!
 //! The entry points (the Worker's `fetch` and the two objects' methods) take
 //! the runtime's own `Request` and answer its own `Response`, and the objects
@@ -34,10 +49,14 @@
 //! `/health`, that was a tenth of the Worker's CPU. Inside, the code keeps
 //! `worker`'s types where they cost nothing extra.
 
+pub mod access;
 pub mod agent;
 pub mod ai;
 pub mod api;
-pub mod chat;
+pub mod approvals;
+pub mod base64url;
+pub mod exchange;
+pub mod feed;
 pub mod front;
 pub mod mcp;
 pub mod room;

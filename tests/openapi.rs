@@ -7,12 +7,13 @@
 
 use std::collections::BTreeSet;
 
-use duet_cf_worker::api::access::{self, RoomRole};
+use duet_cf_worker::access::roles;
 use duet_cf_worker::api::error::{FieldErrors, ENDPOINTS};
 use duet_cf_worker::api::limits::*;
-use duet_cf_worker::api::policy::AgentCommands;
+use duet_cf_worker::api::role::RoomRole;
 use duet_cf_worker::api::route::{self, Action, Page, Route};
 use duet_cf_worker::api::ApiError;
+use duet_cf_worker::approvals::policy::AgentCommands;
 use serde_json::{json, Value};
 
 const METHODS: [&str; 8] = [
@@ -388,7 +389,7 @@ fn every_status_the_worker_gives_but_500_is_documented() {
         let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             continue;
         };
-        let forbidden = access::needed(action) > RoomRole::Watcher || action.needs_own_origin();
+        let forbidden = roles::needed(action) > RoomRole::Watcher || action.needs_own_origin();
         let codes = [
             ("401", true),
             ("403", forbidden),
@@ -418,7 +419,7 @@ fn every_room_route_names_the_role_it_needs() {
         };
         assert_eq!(
             op["x-role"],
-            access::needed(action).name(),
+            roles::needed(action).name(),
             "{method} {path}"
         );
     }

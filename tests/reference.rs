@@ -6,11 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use duet_cf_worker::ai::messages::DEFINITIONS;
 use duet_cf_worker::ai::stream::MAX_STREAM_BYTES;
 use duet_cf_worker::api::limits::*;
-use duet_cf_worker::chat::budget::{MIN_COMMAND_MS, MIN_MODEL_CALL_MS};
-use duet_cf_worker::chat::context::system_prompt;
-use duet_cf_worker::chat::tools::{DEFINITIONS, RUN_COMMAND};
+use duet_cf_worker::api::wire::RUN_COMMAND;
+use duet_cf_worker::exchange::budget::{MIN_COMMAND_MS, MIN_MODEL_CALL_MS};
+use duet_cf_worker::exchange::context::system_prompt;
 
 const REFERENCE: &str = include_str!("../bench/reference/index.js");
 const LIMITS: &str = include_str!("../src/api/limits.rs");

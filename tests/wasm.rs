@@ -5,7 +5,7 @@
 use duet_cf_worker::ai::input;
 use duet_cf_worker::ai::workers_ai::to_js;
 use duet_cf_worker::api::wire::{Message, Role};
-use duet_cf_worker::chat::context;
+use duet_cf_worker::exchange::context;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 use worker::js_sys::{Array, Map, Object, Reflect};

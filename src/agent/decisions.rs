@@ -6,24 +6,25 @@
 
 use worker::Response;
 
-use super::approvals::Ready;
-use super::exchange::{self, Exchange};
 use super::DuetAgent;
-use crate::api::access;
+use crate::access::roles;
+use crate::access::token::Claims;
 use crate::api::limits::APPROVAL_TIMEOUT_SECONDS;
-use crate::api::live::Event;
-use crate::api::policy::Policy;
-use crate::api::token::Claims;
 use crate::api::wire::{Approval, Decision, DecisionResponse, Message, Role};
-use crate::api::{validate, ApiError};
-use crate::chat::rounds::Stop;
+use crate::api::ApiError;
+use crate::approvals::pending::Ready;
+use crate::approvals::policy::Policy;
+use crate::approvals::{pending, policy};
+use crate::exchange::rounds::Stop;
+use crate::exchange::run::{self as exchange, Exchange, Paused};
+use crate::feed::event::Event;
 use crate::runtime::log::{self, ObjectFailure};
 use crate::runtime::{clock, config, respond};
 
 impl DuetAgent {
     /// `PUT .../policy`: the fields given change, the others stay.
     pub(super) async fn set_policy(&self, room: &str, body: &[u8]) -> Result<Response, ApiError> {
-        let policy: Policy = validate::policy_update(body, &self.policy()?)?;
+        let policy: Policy = policy::policy_update(body, &self.policy()?)?;
         self.touch(room).await?;
         self.approvals.set_policy(&policy)?;
         self.publish(room, &[Event::Policy { policy: &policy }])
@@ -40,13 +41,13 @@ impl DuetAgent {
         body: &[u8],
         claims: Option<&Claims>,
     ) -> Result<Response, ApiError> {
-        let (approve, user_id) = validate::decision_request(body)?;
+        let (approve, user_id) = pending::decision_request(body)?;
         let decision = match approve {
             true => Decision::Approved,
             false => Decision::Denied,
         };
         let now = clock::now_ms();
-        let by = access::named(claims, user_id);
+        let by = roles::named(claims, user_id);
         let approval = self.approvals.decide(id, decision, by.as_deref(), now)?;
         self.touch(room).await?;
         self.schedule(now).await?;
@@ -93,8 +94,13 @@ impl DuetAgent {
 
     /// Carries on an exchange whose approvals are decided.
     async fn go_on(&self, room: &str, ready: Ready) -> Result<(), ApiError> {
+        // An exchange kept by another version of the worker, unreadable
+        // here, is dropped rather than retried for ever.
+        let Some(paused) = Paused::read(&ready.paused) else {
+            return Ok(());
+        };
         let epoch = self.clock.epoch();
-        let since = ready.paused.since;
+        let since = paused.since;
         let history: Vec<Message> = self
             .store
             .recent()?
@@ -107,7 +113,7 @@ impl DuetAgent {
             &self.env,
             room,
             &history,
-            ready.paused,
+            paused,
             &ready.decided,
             &policy,
             watched,
@@ -142,9 +148,13 @@ impl DuetAgent {
                 "DUET_APPROVAL_TIMEOUT_SECONDS",
                 APPROVAL_TIMEOUT_SECONDS,
             );
-            approvals = self
-                .approvals
-                .propose(&paused, &commands, now, now + timeout_ms)?;
+            approvals = self.approvals.propose(
+                paused.written(),
+                paused.asked_by.as_deref(),
+                &commands,
+                now,
+                now + timeout_ms,
+            )?;
             let waiting = approvals.iter().map(|a| (a.id, a.command.clone()));
             done.stop = Stop::Waiting(waiting.collect());
             self.schedule(now).await?;

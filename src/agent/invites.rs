@@ -7,14 +7,15 @@
 use worker::Response;
 
 use super::DuetAgent;
-use crate::api::access::Mode;
+use crate::access::request;
+use crate::access::roles::Mode;
+use crate::access::signing;
+use crate::access::token::{self, Claims};
 use crate::api::invite::{self, InviteResponse, RevokeResponse};
 use crate::api::route::origin_of;
-use crate::api::token::{self, Claims};
 use crate::api::{validate, ApiError};
-use crate::room::access;
 use crate::room::calls::SandboxObject;
-use crate::runtime::{clock, random, respond, signing};
+use crate::runtime::{clock, random, respond};
 
 impl DuetAgent {
     /// `POST .../invites`: a room token of the role asked for. One made
@@ -79,7 +80,7 @@ impl DuetAgent {
 
     /// Invites mean nothing where everyone is an owner.
     fn tokens_in_use(&self) -> Result<(), ApiError> {
-        match access::mode(&self.env)? {
+        match request::mode(&self.env)? {
             Mode::Token => Ok(()),
             Mode::Open => Err(ApiError::OpenAccess),
         }

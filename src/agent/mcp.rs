@@ -18,21 +18,22 @@ use serde_json::{Map, Value};
 use worker::{Delay, Response};
 
 use super::{written, DuetAgent};
-use crate::api::access::RoomRole;
+use crate::access::token::Claims;
 use crate::api::limits::{
     APPROVAL_TIMEOUT_SECONDS, AUDIT_CMD_CHARS, EXEC_ANSWER_MS, EXEC_DEFAULT_TIMEOUT_MS,
     MAX_MCP_CALLS, MCP_APPROVAL_WAIT_MS, SANDBOXD_MARGIN_MS,
 };
-use crate::api::live::{Event, Source};
-use crate::api::policy::Verdict;
-use crate::api::token::Claims;
+use crate::api::role::RoomRole;
 use crate::api::wire::{
-    AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, Role,
+    AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, Role, Source,
 };
 use crate::api::{validate, ApiError};
+use crate::approvals::audit::{self, Consent};
+use crate::approvals::policy::Verdict;
+use crate::feed::event::Event;
 use crate::mcp::tools::{Output, Tool};
 use crate::mcp::{self, Call, Headers, Item, Reply};
-use crate::room::calls::{Consent, SandboxObject};
+use crate::room::calls::SandboxObject;
 use crate::runtime::{clock, config, respond, timeout};
 use crate::text::first_chars;
 
@@ -224,7 +225,14 @@ impl DuetAgent {
         let sandbox = SandboxObject::of(&self.env, room)?;
         let refused = |consent: Consent, why: String| async {
             sandbox
-                .audit(&consent.refused(&cmd, Source::Mcp, asked_by))
+                .audit(&audit::entry(
+                    clock::now_ms(),
+                    &cmd,
+                    Source::Mcp,
+                    asked_by.map(str::to_owned),
+                    AuditOutcome::Refused,
+                    consent,
+                ))
                 .await;
             Ok(Output::Failed(why))
         };

@@ -18,9 +18,7 @@
 //! further command and stores nothing (it answers 409), so nothing from
 //! before a `DELETE` reappears after it.
 
-mod approvals;
 mod decisions;
-mod exchange;
 mod invites;
 mod mcp;
 mod store;
@@ -31,20 +29,22 @@ use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Env, Response, State};
 
-use crate::api::live::Event;
-use crate::api::policy::AgentCommands;
+use crate::access::generation::Generation;
+use crate::access::request;
 use crate::api::route::{self, Action};
 use crate::api::wire::{
     Approval, ApprovalsResponse, CleanupResponse, HistoryResponse, Message, MessageRequest,
     MessageResponse, Role,
 };
 use crate::api::{validate, ApiError};
-use crate::room::access::{self, Generation};
+use crate::approvals::pending::Approvals;
+use crate::approvals::policy::AgentCommands;
+use crate::exchange::run as exchange;
+use crate::feed::event::Event;
 use crate::room::calls::SandboxObject;
 use crate::room::clock::{RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
 use crate::runtime::{body, clock, config, log, respond};
-use approvals::Approvals;
 use store::Store;
 
 #[wasm_bindgen]
@@ -129,7 +129,7 @@ impl DuetAgent {
 
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
         let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
-        let claims = access::claims_of(&req, &self.env)?;
+        let claims = request::claims(&req, &self.env)?;
         if let Asked::Public(_) = asked {
             self.generation.admit(claims.as_ref())?;
         }
@@ -323,7 +323,7 @@ impl DuetAgent {
     }
 
     /// The room's policy; a new room's mode is `DUET_AGENT_COMMANDS`.
-    fn policy(&self) -> Result<crate::api::policy::Policy, ApiError> {
+    fn policy(&self) -> Result<crate::approvals::policy::Policy, ApiError> {
         let mode = match config::get(&self.env, "DUET_AGENT_COMMANDS") {
             None => AgentCommands::Auto,
             Some(name) => AgentCommands::parse(name.trim()).ok_or_else(|| {

@@ -21,8 +21,8 @@
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::chat::context::ChatMessage;
-use crate::chat::tools;
+use super::messages;
+use crate::ai::messages::ChatMessage;
 
 /// Output tokens asked of the model: room for a short, practical answer.
 pub const MAX_OUTPUT_TOKENS: u32 = 512;
@@ -97,7 +97,7 @@ pub fn thinks_inline(model: &str) -> bool {
 /// the agent's tools when `tools`.
 pub fn for_model<'a>(model: &str, messages: &'a [ChatMessage<'a>], tools: bool) -> Input<'a> {
     let tools = tools.then(|| {
-        serde_json::from_str::<&RawValue>(tools::DEFINITIONS).expect("the tools are JSON")
+        serde_json::from_str::<&RawValue>(messages::DEFINITIONS).expect("the tools are JSON")
     });
     let mut input = Input {
         messages,
@@ -141,7 +141,10 @@ mod tests {
         let input =
             serde_json::to_value(for_model("@cf/zai-org/glm-4.7-flash", &messages, true)).unwrap();
         assert_eq!(input["stream"], true);
-        assert_eq!(input["tools"][0]["function"]["name"], tools::RUN_COMMAND);
+        assert_eq!(
+            input["tools"][0]["function"]["name"],
+            crate::api::wire::RUN_COMMAND
+        );
         assert!(json("@cf/zai-org/glm-4.7-flash").get("tools").is_none());
         assert!(calls_tools("@cf/zai-org/glm-4.7-flash"));
         assert!(calls_tools("@cf/moonshotai/kimi-k2.6"));

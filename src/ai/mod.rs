@@ -12,6 +12,7 @@
 //! tool calls come back, without the model's thinking ([`thinking`]).
 
 pub mod input;
+pub mod messages;
 mod openai;
 pub mod stream;
 pub mod thinking;
@@ -20,10 +21,10 @@ pub mod workers_ai;
 use futures_util::StreamExt;
 use worker::{ByteStream, Env};
 
+use crate::ai::messages::ChatMessage;
+use crate::ai::messages::ToolCall;
 use crate::api::limits::{AI_TIMEOUT_MS, MAX_MODEL_ANSWER_CHARS};
 use crate::api::ApiError;
-use crate::chat::context::ChatMessage;
-use crate::chat::tools::ToolCall;
 use crate::runtime::ai_options::RunOptions;
 use crate::runtime::timeout::Deadline;
 use crate::runtime::{bindings, config};

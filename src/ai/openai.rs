@@ -97,7 +97,7 @@ fn build(url: &str, key: Option<&str>, body: String) -> worker::Result<Request> 
 mod tests {
     use super::*;
     use crate::ai::input;
-    use crate::chat::context::ChatMessage;
+    use crate::ai::messages::ChatMessage;
 
     #[test]
     fn endpoint_accepts_root_or_v1() {

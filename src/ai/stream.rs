@@ -13,7 +13,7 @@
 
 use serde_json::Value;
 
-use crate::chat::tools::ToolCall;
+use crate::ai::messages::ToolCall;
 
 /// Most bytes of one answer's stream read: far above any answer kept (a
 /// model asked for 512 tokens), so only a runaway server meets it.

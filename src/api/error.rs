@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::access::RoomRole;
 use super::limits::MAX_BODY_BYTES;
+use super::role::RoomRole;
 
 /// Per-field validation messages, as sent in `details`.
 pub type FieldErrors = BTreeMap<&'static str, Vec<String>>;

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::access::RoomRole;
+use super::role::RoomRole;
 
 /// A validated `POST .../invites` body.
 #[derive(Debug, PartialEq, Eq)]

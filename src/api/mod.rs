@@ -2,18 +2,12 @@
 //! limits, wire types, validation and errors. Nothing here touches the Workers runtime, so all of it is
 //! tested with native `cargo test`.
 
-pub mod access;
-pub mod auth;
-pub mod base64url;
 pub mod cross_site;
 pub mod error;
 pub mod invite;
 pub mod limits;
-pub mod live;
-pub mod policy;
+pub mod role;
 pub mod route;
-pub mod shell;
-pub mod token;
 pub mod validate;
 pub mod wire;
 

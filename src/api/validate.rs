@@ -4,15 +4,13 @@
 use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
 
-use super::access::RoomRole;
 use super::error::{ApiError, FieldErrors};
 use super::invite::InviteRequest;
 use super::limits::{
     EXEC_DEFAULT_TIMEOUT_MS, EXEC_MAX_TIMEOUT_MS, INVITE_DEFAULT_TTL_SECONDS,
-    INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_POLICY_RULES, MAX_RULE_CHARS, MAX_TEXT_CHARS,
-    MAX_USER_ID_CHARS,
+    INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
 };
-use super::policy::{AgentCommands, Policy};
+use super::role::RoomRole;
 use super::wire::MessageRequest;
 use crate::text::without_controls;
 
@@ -72,89 +70,9 @@ pub fn invite_request(body: &[u8]) -> Result<InviteRequest, ApiError> {
     }
 }
 
-/// A `PUT /policy` body, `{"agentCommands"?, "allow"?, "deny"?}`, applied
-/// to `current`: what it leaves out stays as it was.
-pub fn policy_update(body: &[u8], current: &Policy) -> Result<Policy, ApiError> {
-    let object = json_object(body)?;
-    let mut errors = FieldErrors::new();
-    let mut policy = current.clone();
-    match object.get("agentCommands") {
-        None => {}
-        Some(Value::String(mode)) if AgentCommands::parse(mode).is_some() => {
-            policy.agent_commands = AgentCommands::parse(mode).expect("just parsed");
-        }
-        Some(_) => {
-            let why = "must be one of auto, ask, off";
-            errors.entry("agentCommands").or_default().push(why.into());
-        }
-    }
-    for (field, rules) in [("allow", &mut policy.allow), ("deny", &mut policy.deny)] {
-        if let Some(value) = object.get(field) {
-            match policy_rules(value) {
-                Ok(given) => *rules = given,
-                Err(why) => errors.entry(field).or_default().push(why),
-            }
-        }
-    }
-    match errors.is_empty() {
-        true => Ok(policy),
-        false => Err(ApiError::Invalid(errors)),
-    }
-}
-
-/// A list of rules: at most [`MAX_POLICY_RULES`] strings, each of 1 to
-/// [`MAX_RULE_CHARS`] characters once trimmed, without control characters.
-fn policy_rules(value: &Value) -> Result<Vec<String>, String> {
-    let shape = format!(
-        "must be an array of at most {MAX_POLICY_RULES} strings of 1 to {MAX_RULE_CHARS} \
-         characters without control characters"
-    );
-    let Value::Array(items) = value else {
-        return Err(shape);
-    };
-    if items.len() > MAX_POLICY_RULES {
-        return Err(shape);
-    }
-    items
-        .iter()
-        .map(|item| match item.as_str().map(str::trim) {
-            Some(rule)
-                if !rule.is_empty()
-                    && rule.chars().count() <= MAX_RULE_CHARS
-                    && !rule.contains(char::is_control) =>
-            {
-                Ok(rule.to_owned())
-            }
-            _ => Err(shape.clone()),
-        })
-        .collect()
-}
-
-/// `{"decision": "approve"|"deny", "userId"?: string}`: whether a command
-/// of the agent's runs, and who says so.
-pub fn decision_request(body: &[u8]) -> Result<(bool, Option<String>), ApiError> {
-    let object = json_object(body)?;
-    let mut errors = FieldErrors::new();
-    let approve = match required_string(&object, "decision", &mut errors) {
-        Some("approve") => Some(true),
-        Some("deny") => Some(false),
-        Some(_) => {
-            let why = "must be approve or deny";
-            errors.entry("decision").or_default().push(why.into());
-            None
-        }
-        None => None,
-    };
-    let user_id = optional_name(&object, "userId", &mut errors);
-    match approve {
-        Some(approve) if errors.is_empty() => Ok((approve, user_id)),
-        _ => Err(ApiError::Invalid(errors)),
-    }
-}
-
 /// An optional name of someone (`userId`, an invite's `name`): chat text of
 /// 1 to [`MAX_USER_ID_CHARS`] characters; null or absent is none.
-fn optional_name(
+pub fn optional_name(
     object: &Map<String, Value>,
     field: &'static str,
     errors: &mut FieldErrors,
@@ -295,7 +213,7 @@ fn optional_integer(
 
 /// Parsed from text, as every JSON the worker reads is: one reader type
 /// means one copy of serde_json's parser in the upload.
-fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let text = std::str::from_utf8(body).map_err(|e| ApiError::BadJson(e.to_string()))?;
     match serde_json::from_str(text) {
         Ok(Value::Object(object)) => Ok(object),
@@ -304,7 +222,7 @@ fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-fn required_string<'a>(
+pub fn required_string<'a>(
     object: &'a Map<String, Value>,
     field: &'static str,
     errors: &mut FieldErrors,
@@ -336,10 +254,10 @@ fn check_text<'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
-    fn details(e: ApiError) -> serde_json::Value {
+    pub fn details(e: ApiError) -> serde_json::Value {
         assert_eq!(e.status(), 400);
         serde_json::to_value(e.body()).unwrap()["details"].clone()
     }
@@ -501,71 +419,6 @@ mod tests {
                 details(exec_request(body.as_bytes()).unwrap_err())["timeoutMs"].is_array(),
                 "{bad}"
             );
-        }
-    }
-
-    #[test]
-    fn policy_updates_change_only_what_they_name() {
-        let current = Policy::new(AgentCommands::Auto);
-        let p = policy_update(
-            br#"{"agentCommands": "ask", "deny": [" rm -rf "]}"#,
-            &current,
-        )
-        .unwrap();
-        assert_eq!(p.agent_commands, AgentCommands::Ask);
-        assert_eq!(
-            (p.allow.len(), p.deny.as_slice()),
-            (0, &["rm -rf".to_string()][..])
-        );
-        let same = policy_update(b"{}", &p).unwrap();
-        assert_eq!(same, p);
-        let cleared = policy_update(br#"{"deny": []}"#, &p).unwrap();
-        assert!(cleared.deny.is_empty() && cleared.agent_commands == AgentCommands::Ask);
-    }
-
-    #[test]
-    fn bad_policies_name_every_field() {
-        let current = Policy::new(AgentCommands::Auto);
-        let long = format!(r#"{{"allow": ["{}"]}}"#, "x".repeat(MAX_RULE_CHARS + 1));
-        let many = format!(
-            r#"{{"deny": [{}]}}"#,
-            vec![r#""ls""#; MAX_POLICY_RULES + 1].join(",")
-        );
-        for body in [
-            r#"{"agentCommands": "sometimes"}"#,
-            r#"{"agentCommands": null}"#,
-            r#"{"allow": "ls"}"#,
-            r#"{"allow": [""]}"#,
-            r#"{"allow": [" "]}"#,
-            r#"{"allow": [5]}"#,
-            r#"{"deny": ["rm\u0007"]}"#,
-            &long,
-            &many,
-        ] {
-            let e = policy_update(body.as_bytes(), &current).unwrap_err();
-            assert!(matches!(e, ApiError::Invalid(_)), "{body}");
-        }
-        let both =
-            details(policy_update(br#"{"agentCommands": 1, "deny": {}}"#, &current).unwrap_err());
-        assert!(both["agentCommands"].is_array() && both["deny"].is_array());
-        assert!(matches!(
-            policy_update(b"[]", &current),
-            Err(ApiError::NotAnObject)
-        ));
-    }
-
-    #[test]
-    fn decisions() {
-        assert_eq!(
-            decision_request(br#"{"decision": "approve"}"#).unwrap(),
-            (true, None)
-        );
-        assert_eq!(
-            decision_request(br#"{"decision": "deny", "userId": "bo"}"#).unwrap(),
-            (false, Some("bo".into()))
-        );
-        for body in [r#"{}"#, r#"{"decision": "yes"}"#, r#"{"decision": true}"#] {
-            assert!(details(decision_request(body.as_bytes()).unwrap_err())["decision"].is_array());
         }
     }
 }

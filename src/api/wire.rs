@@ -4,8 +4,31 @@
 //! they are the `duet_wire` crate's.
 
 use duet_wire::{ExecEnd, ExecResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Where a command came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// `POST /sandbox/exec`.
+    Exec,
+    /// The room's agent: a `<run>` tag or a tool call of its model.
+    Agent,
+    /// An MCP client's `run_command` (`mcp`).
+    Mcp,
+}
+
+impl Source {
+    /// The MCP tool a command of this source came through, as the audit
+    /// names it.
+    pub fn tool(self) -> Option<&'static str> {
+        (self == Self::Mcp).then_some(RUN_COMMAND)
+    }
+}
+
+/// The tool that runs a command: the model's, and an MCP client's.
+pub const RUN_COMMAND: &str = "run_command";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -120,7 +143,7 @@ pub enum AuditOutcome {
 pub struct AuditEntry {
     pub at: u64,
     pub command: String,
-    pub source: crate::api::live::Source,
+    pub source: Source,
     pub asked_by: Option<String>,
     pub outcome: AuditOutcome,
     pub decided_by: Option<String>,

@@ -16,8 +16,8 @@ pub mod version;
 
 use serde_json::{Map, Value};
 
-use crate::api::access::RoomRole;
 use crate::api::limits::MAX_MCP_CALLS;
+use crate::api::role::RoomRole;
 use rpc::{error, object, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use tools::Tool;
 use version::{META_CAPABILITIES, META_CLIENT, META_SERVER, META_VERSION, MODERN};

@@ -7,11 +7,11 @@
 //! There are no file tools: a file read or written through the shell is
 //! judged by the room's rules as the command it is.
 
-use crate::api::live::Source;
+use crate::api::wire::Source;
 use serde_json::Value;
 
 use super::rpc::object;
-use crate::api::access::RoomRole;
+use crate::api::role::RoomRole;
 
 /// The tools, in the order listed. Their limits are checked against
 /// `api::limits` by a test.

@@ -59,7 +59,7 @@ pub fn header_text(value: &str) -> Option<String> {
             c => c,
         })
         .collect();
-    String::from_utf8(crate::api::base64url::decode(&url_safe)?).ok()
+    String::from_utf8(crate::base64url::decode(&url_safe)?).ok()
 }
 
 #[cfg(test)]

@@ -11,43 +11,12 @@ use duet_wire::{ExecRequest, ExecResult};
 use serde::Serialize;
 use worker::{Env, Method, Stub};
 
-use crate::api::limits::AUDIT_CMD_CHARS;
-use crate::api::live::{Event, Source};
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, AuditOutcome, Message};
+use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, Message, Source};
 use crate::api::ApiError;
-use crate::mcp::tools::Tool;
-use crate::runtime::{bindings, clock, internal};
-use crate::text::first_chars;
-
-/// Who let a command of the agent's run, for the audit.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Consent {
-    /// The writer who approved it.
-    pub decided_by: Option<String>,
-    /// The allow rule that spared the question.
-    pub rule: Option<String>,
-}
-
-impl Consent {
-    /// The audit's entry for a command that, with this consent, was not
-    /// run, as of now.
-    pub fn refused(self, command: &str, source: Source, asked_by: Option<&str>) -> AuditEntry {
-        AuditEntry {
-            at: clock::now_ms(),
-            command: first_chars(command, AUDIT_CMD_CHARS).to_owned(),
-            source,
-            asked_by: asked_by.map(str::to_owned),
-            outcome: AuditOutcome::Refused,
-            decided_by: self.decided_by,
-            rule: self.rule,
-            exit_code: None,
-            duration_ms: None,
-            timed_out: false,
-            tool: Tool::of_command(source),
-        }
-    }
-}
+use crate::approvals::audit::Consent;
+use crate::feed::event::Event;
+use crate::runtime::{bindings, internal};
 
 /// A [`Call::AgentExec`]'s body: an exec request (`api::validate` reads
 /// it) with the `userId` of whoever sent the message and the [`Consent`].
@@ -64,7 +33,7 @@ struct AgentExecBody<'a> {
 /// A call from one of a room's objects to the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
-    /// DuetAgent → Sandbox: a command of the agent's (from a `<run>` tag).
+    /// DuetAgent → Sandbox: a command of the agent's.
     AgentExec,
     /// DuetAgent → Sandbox: a command of an MCP client's (`run_command`).
     McpExec,

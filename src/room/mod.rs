@@ -4,7 +4,6 @@
 //! generation by [`access`]. The crate docs show where it stands among the
 //! other floors.
 
-pub mod access;
 pub mod calls;
 pub mod clock;
 

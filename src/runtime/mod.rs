@@ -16,6 +16,5 @@ pub mod microtasks;
 pub mod outgoing;
 pub mod random;
 pub mod respond;
-pub mod signing;
 pub mod sql;
 pub mod timeout;

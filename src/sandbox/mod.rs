@@ -2,10 +2,7 @@
 //! drives sandboxd in a container, keeps a sleeping room's files and holds
 //! the room's live feed. The DuetAgent reaches it through `room::calls`.
 
-mod audit;
 mod deadline;
-mod feed;
-mod feed_log;
 mod object;
 mod sandboxd;
 mod saved;

@@ -53,28 +53,30 @@ use worker::wasm_bindgen_futures::spawn_local;
 use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Delay, Env, Response, State, WebSocket};
 
-use super::audit::Audit;
 use super::deadline::{command_limit, exec_deadline, restore_limit};
-use super::feed::{Feed, Joining};
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
-use crate::api::access::{self as roles, Mode, RoomRole};
-use crate::api::limits::{AUDIT_CMD_CHARS, SANDBOX_ARCHIVE_MAX_BYTES};
-use crate::api::live::{self, CloseReason, Source};
+use crate::access::generation::Generation;
+use crate::access::request;
+use crate::access::roles::{self, Mode};
+use crate::access::token::Claims;
+use crate::api::limits::SANDBOX_ARCHIVE_MAX_BYTES;
+use crate::api::role::RoomRole;
 use crate::api::route::{self, Action};
-use crate::api::token::Claims;
+use crate::api::wire::Source;
 use crate::api::wire::{
     exec_end, exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse,
 };
 use crate::api::{validate, ApiError};
-use crate::mcp::tools::Tool;
-use crate::room::access::{self, Generation};
-use crate::room::calls::{AgentObject, Consent};
+use crate::approvals::audit::Consent;
+use crate::approvals::audit::{self, Audit};
+use crate::feed::event::{self, CloseReason};
+use crate::feed::fanout::{Feed, Joining};
+use crate::room::calls::AgentObject;
 use crate::room::clock::{Due, RoomClock, Timing};
 use crate::room::{calls, Asked, Call};
 use crate::runtime::log::{self, ObjectFailure};
 use crate::runtime::{body, clock, config, respond};
-use crate::text::first_chars;
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
@@ -234,7 +236,7 @@ impl Sandbox {
         let arrived = clock::now_ms();
         let epoch = self.clock.epoch();
         let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
-        let claims = access::claims_of(&req, &self.env)?;
+        let claims = request::claims(&req, &self.env)?;
         if let Asked::Public(_) = asked {
             self.generation.admit(claims.as_ref())?;
         }
@@ -251,10 +253,13 @@ impl Sandbox {
                     if let Err(refused) = roles::allow(claims.role, Action::Exec) {
                         let cmd = validate::exec_request(&body).map(|e| e.request.cmd);
                         let asked_by = roles::named(Some(claims), None);
-                        let entry = Consent::default().refused(
+                        let entry = audit::entry(
+                            clock::now_ms(),
                             &cmd.unwrap_or_default(),
                             source,
-                            asked_by.as_deref(),
+                            asked_by,
+                            AuditOutcome::Refused,
+                            Consent::default(),
                         );
                         self.audit.record(&entry)?;
                         return Err(refused);
@@ -262,12 +267,15 @@ impl Sandbox {
                 }
                 let exec = validate::exec_request(&body)?;
                 let request = exec.request;
-                let (decided_by, rule) = match source {
-                    Source::Agent | Source::Mcp => (exec.decided_by, exec.rule),
-                    Source::Exec => (None, None),
+                let consent = match source {
+                    Source::Agent | Source::Mcp => Consent {
+                        decided_by: exec.decided_by,
+                        rule: exec.rule,
+                    },
+                    Source::Exec => Consent::default(),
                 };
                 let asked_by = roles::named(claims.as_ref(), exec.user_id);
-                let command = first_chars(&request.cmd, AUDIT_CMD_CHARS).to_owned();
+                let command = request.cmd.clone();
                 self.touch(&room, arrived).await?;
                 // Output streams to the watchers there are; without any, the
                 // log is given it whole at the end.
@@ -299,21 +307,15 @@ impl Sandbox {
                 let outcome = result.as_ref().map(|_| ended.unwrap_or_default());
                 self.feed
                     .command_ended(&self.state, &feed_id, outcome, whole.as_ref())?;
+                let outcome = match result {
+                    Ok(_) => AuditOutcome::Ran,
+                    Err(_) => AuditOutcome::Failed,
+                };
                 self.audit.record(&AuditEntry {
-                    at: arrived,
-                    command,
-                    source,
-                    asked_by,
-                    outcome: match result {
-                        Ok(_) => AuditOutcome::Ran,
-                        Err(_) => AuditOutcome::Failed,
-                    },
-                    decided_by,
-                    rule,
                     exit_code: ended.map(|ended| ended.exit_code),
                     duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
                     timed_out: ended.is_some_and(|ended| ended.timed_out),
-                    tool: Tool::of_command(source),
+                    ..audit::entry(arrived, &command, source, asked_by, outcome, consent)
                 })?;
                 let result = result?;
                 Ok(respond::json(
@@ -412,12 +414,12 @@ impl Sandbox {
             headers.get("upgrade")?,
             headers.get("sec-websocket-protocol")?,
         );
-        live::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
-        let since = live::since_of(url)?;
+        event::check_upgrade(upgrade.as_deref(), protocols.as_deref())?;
+        let since = event::since_of(url)?;
         let agent = AgentObject::of(&self.env, room)?;
         // Only an owner in token mode has anyone to invite.
         let owner = claims.is_none_or(|claims| claims.role == RoomRole::Owner);
-        let invites = owner && access::mode(&self.env)? == Mode::Token;
+        let invites = owner && request::mode(&self.env)? == Mode::Token;
         let missed = match since {
             Some(since) => self.feed.missed(since)?,
             None => None,
@@ -445,7 +447,7 @@ impl Sandbox {
         let mut response = Response::from_websocket(client)?;
         response
             .headers_mut()
-            .set("sec-websocket-protocol", live::PROTOCOL)?;
+            .set("sec-websocket-protocol", event::PROTOCOL)?;
         Ok(response)
     }
 

@@ -28,19 +28,23 @@ use serde::Serialize;
 use serde_json::Value;
 use worker::Env;
 
+use crate::ai::messages::ChatMessage;
 use crate::ai::{self, Answer, Model};
 use crate::api::limits::{DELTA_INTERVAL_MS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
-use crate::api::live::{Event, Source};
-use crate::api::policy::{Policy, Verdict};
-use crate::api::wire::{Approval, Decision, Message};
+use crate::api::wire::Source;
+use crate::api::wire::{Approval, AuditOutcome, Message};
 use crate::api::{validate, ApiError};
-use crate::chat::budget::{command_budget, follow_up_call};
-use crate::chat::context::{self, ChatMessage};
-use crate::chat::rounds::{self, commands_allowed, FollowUp, Round, Stop};
-use crate::chat::run_tags::Outcome;
-use crate::chat::shown::Shown;
-use crate::chat::tools;
-use crate::room::calls::{Consent, SandboxObject};
+use crate::approvals::audit::{self, Consent};
+use crate::approvals::consent::Said;
+use crate::approvals::policy::{Policy, Verdict};
+use crate::exchange::budget::{command_budget, follow_up_call};
+use crate::exchange::context;
+use crate::exchange::rounds::{self, commands_allowed, FollowUp, Round, Stop};
+use crate::exchange::run_tags::Outcome;
+use crate::exchange::shown::Shown;
+use crate::exchange::tools;
+use crate::feed::event::Event;
+use crate::room::calls::SandboxObject;
 use crate::runtime::{clock, random, timeout};
 
 /// What an exchange came to: its rounds and why it ended.
@@ -86,6 +90,11 @@ pub struct Paused {
 }
 
 impl Paused {
+    /// As the room keeps it.
+    pub fn written(&self) -> String {
+        serde_json::to_string(self).expect("an exchange serializes")
+    }
+
     /// A stored exchange; `None` if it is not one. Read through a `Value`,
     /// whose reader the upload has anyway, where a derived reader would
     /// cost it several KiB. What older workers left out (the exchange's id,
@@ -123,50 +132,6 @@ impl Paused {
             skipped: count("skipped")?,
             not_run: count("not_run")?,
         })
-    }
-}
-
-/// What the room said of one command of the agent's.
-enum Said {
-    Run(Consent),
-    Refused { why: String, consent: Consent },
-}
-
-impl Said {
-    fn of_verdict(verdict: &Verdict) -> Self {
-        let refused = |why: String, rule: Option<&String>| Said::Refused {
-            why,
-            consent: Consent {
-                decided_by: None,
-                rule: rule.cloned(),
-            },
-        };
-        match verdict {
-            Verdict::Run { rule } => Said::Run(Consent {
-                decided_by: None,
-                rule: rule.clone(),
-            }),
-            Verdict::Denied { rule } => {
-                refused(format!("the room's rule `{rule}` denies it"), Some(rule))
-            }
-            Verdict::Off => refused("this room lets the agent run no commands".into(), None),
-            Verdict::Ask => unreachable!("asked commands wait"),
-        }
-    }
-
-    fn of_approval(approval: &Approval) -> Self {
-        let consent = Consent {
-            decided_by: approval.decided_by.clone(),
-            rule: approval.rule.clone(),
-        };
-        let why = match (approval.decision, &approval.rule, &approval.decided_by) {
-            (Some(Decision::Approved), ..) => return Said::Run(consent),
-            (Some(Decision::Expired) | None, ..) => "nobody approved it in time".into(),
-            (_, Some(rule), _) => format!("the room's rule `{rule}` denies it"),
-            (_, None, Some(by)) => format!("denied by {by}"),
-            (_, None, None) => "denied by a writer".into(),
-        };
-        Said::Refused { why, consent }
     }
 }
 
@@ -458,7 +423,14 @@ impl<'a> Run<'a> {
         match said {
             Said::Run(consent) => self.run_command(cmd, timeout_ms, &consent, asked_by).await,
             Said::Refused { why, consent } => {
-                let entry = consent.refused(cmd, Source::Agent, asked_by);
+                let entry = audit::entry(
+                    clock::now_ms(),
+                    cmd,
+                    Source::Agent,
+                    asked_by.map(str::to_owned),
+                    AuditOutcome::Refused,
+                    consent,
+                );
                 self.sandbox.audit(&entry).await;
                 Outcome::Failed(why)
             }

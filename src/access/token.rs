@@ -11,8 +11,9 @@
 
 use serde::Serialize;
 
-use super::access::RoomRole;
-use super::{auth, base64url};
+use super::presented;
+use crate::api::role::RoomRole;
+use crate::base64url;
 
 /// What every room token starts with; the version of the format.
 pub const PREFIX: &str = "duet1.";
@@ -92,8 +93,11 @@ pub fn parse(token: &str) -> Option<Presented<'_>> {
 /// verified, an HMAC) again. Found by the last 8 characters of the text (48
 /// bits of its MAC), which tell nobody anything they could not guess, and
 /// the token found is compared whole in constant time.
+/// Each entry says whether its MAC was checked here: the front door takes
+/// only those it checked, while an object takes what the front door let
+/// through (see `access::request`).
 #[derive(Default)]
-pub struct Known(Vec<(u64, String, Claims)>);
+pub struct Known(Vec<(u64, String, Claims, bool)>);
 
 impl Known {
     pub const MAX: usize = 256;
@@ -105,20 +109,29 @@ impl Known {
         u64::from_le_bytes(last)
     }
 
-    /// The claims of `token`, if it is known.
-    pub fn get(&self, token: &str) -> Option<Claims> {
+    /// The claims of `token`, if it is known, and whether its MAC was
+    /// checked.
+    pub fn get(&self, token: &str) -> Option<(Claims, bool)> {
         // A list, searched in place: a few hundred integers at most.
         let key = Self::key(token);
-        let (_, known, claims) = self.0.iter().find(|(k, _, _)| *k == key)?;
-        auth::same_token(token, known).then(|| claims.clone())
+        let (_, known, claims, verified) = self.0.iter().find(|entry| entry.0 == key)?;
+        presented::same_token(token, known).then(|| (claims.clone(), *verified))
     }
 
-    pub fn insert(&mut self, token: &str, claims: &Claims) {
+    pub fn insert(&mut self, token: &str, claims: &Claims, verified: bool) {
+        if let Some(entry) = self
+            .0
+            .iter_mut()
+            .find(|entry| presented::same_token(token, &entry.1))
+        {
+            entry.3 |= verified;
+            return;
+        }
         if self.0.len() >= Self::MAX {
             self.0.clear();
         }
         self.0
-            .push((Self::key(token), token.to_owned(), claims.clone()));
+            .push((Self::key(token), token.to_owned(), claims.clone(), verified));
     }
 }
 
@@ -217,17 +230,24 @@ mod tests {
     #[test]
     fn known_tokens_are_found_whole_and_bounded() {
         let mut known = Known::default();
-        known.insert("duet1.a.bcdefghij", &claims());
-        assert_eq!(known.get("duet1.a.bcdefghij"), Some(claims()));
+        known.insert("duet1.a.bcdefghij", &claims(), false);
+        assert_eq!(known.get("duet1.a.bcdefghij"), Some((claims(), false)));
+        known.insert("duet1.a.bcdefghij", &claims(), true);
+        assert_eq!(
+            known.get("duet1.a.bcdefghij"),
+            Some((claims(), true)),
+            "checked since"
+        );
+        assert_eq!(known.0.len(), 1);
         // The same last 8 characters, another token: not it.
         assert_eq!(known.get("duet1.x.bcdefghij"), None);
         assert_eq!(known.get("duet1.a.bcdefghik"), None);
         assert_eq!(known.get("ghij"), None);
         for i in 0..Known::MAX {
-            known.insert(&format!("duet1.t.{i:08}"), &claims());
+            known.insert(&format!("duet1.t.{i:08}"), &claims(), true);
         }
         assert!(known.0.len() <= Known::MAX);
         assert_eq!(known.get("duet1.a.bcdefghij"), None, "started afresh");
-        assert_eq!(known.get("duet1.t.00000255"), Some(claims()));
+        assert_eq!(known.get("duet1.t.00000255"), Some((claims(), true)));
     }
 }

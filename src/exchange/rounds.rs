@@ -18,12 +18,13 @@
 
 use serde::Serialize;
 
+use crate::ai::messages::ToolCall;
 use crate::api::limits::{
     MAX_COMMANDS_PER_MESSAGE, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER, MAX_TEXT_CHARS,
     MODEL_OUTPUT_CHARS,
 };
-use crate::chat::run_tags::{self, answer_text, quoted, Outcome};
-use crate::chat::tools::{self, Command, ToolCall};
+use crate::exchange::run_tags::{self, answer_text, quoted, Outcome};
+use crate::exchange::tools::{self, Command};
 use crate::text::first_chars;
 
 /// How a results turn begins, so the model can tell it from a person.
@@ -454,7 +455,11 @@ mod tests {
     }
 
     fn call(id: &str, arguments: &str) -> ToolCall {
-        ToolCall::new(id.into(), tools::RUN_COMMAND.into(), arguments.into())
+        ToolCall::new(
+            id.into(),
+            crate::api::wire::RUN_COMMAND.into(),
+            arguments.into(),
+        )
     }
 
     #[test]

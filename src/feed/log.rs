@@ -23,7 +23,7 @@ use std::cell::Cell;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::api::limits::{FEED_LOG_BYTES, FEED_LOG_EVENTS, RECENT_TERMINAL_BYTES};
-use crate::api::live;
+use crate::feed::event;
 use crate::runtime::sql;
 
 /// How many events and bytes the log holds.
@@ -69,10 +69,10 @@ impl FeedLog {
     }
 
     /// Appends an event (a JSON object, its `type` first, as
-    /// `api::live::Event` writes them), forgetting the oldest beyond the
+    /// `api::event::Event` writes them), forgetting the oldest beyond the
     /// bounds; answers its frame, the event with its number.
     pub fn append(&self, event: &str) -> worker::Result<(u64, String)> {
-        let kind = live::kind_of(event).unwrap_or_default();
+        let kind = event::kind_of(event).unwrap_or_default();
         let mut tally = self.tally()?;
         let row = sql::value(self.sql.exec(
             "INSERT INTO feed_log (kind, event) VALUES (?, ?) RETURNING seq",
@@ -86,7 +86,7 @@ impl FeedLog {
         if tally.events > self.max_events || tally.bytes > FEED_LOG_BYTES {
             self.trim(tally)?;
         }
-        Ok((seq, live::frame(event, seq)))
+        Ok((seq, event::frame(event, seq)))
     }
 
     /// The number of the newest event ever logged in this room; 0 before
@@ -152,7 +152,7 @@ impl FeedLog {
                     continue;
                 }
             }
-            recent.push((kind, live::frame(&event, seq)));
+            recent.push((kind, event::frame(&event, seq)));
         }
         // A pane that starts mid-command starts at its next command instead,
         // unless that leaves nothing.
@@ -194,7 +194,7 @@ impl FeedLog {
                 row.first().and_then(sql::number),
                 row.get(1).and_then(sql::text),
             ) {
-                frames.push((seq, live::frame(&event, seq)));
+                frames.push((seq, event::frame(&event, seq)));
             }
         }
         Ok(frames)

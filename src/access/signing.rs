@@ -15,8 +15,8 @@ use worker::wasm_bindgen::JsCast;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::Env;
 
-use super::config;
 use crate::api::ApiError;
+use crate::runtime::config;
 
 /// What the derived key is the MAC of.
 const DERIVATION_LABEL: &[u8] = b"duet room tokens v1";

@@ -1,7 +1,8 @@
 //! A room's policy and the agent's commands waiting for a writer, in the
 //! DuetAgent's SQLite storage, so that both outlive the object's instance:
-//! a paused exchange (`exchange::Paused`, as JSON) with its approvals, one
-//! per command of the waiting answer, in the order written.
+//! a paused exchange (as the exchange writes it, text to this table) with
+//! its approvals, one per command of the waiting answer, in the order
+//! written.
 //!
 //! Deciding is one synchronous step (no `await` between reading an approval
 //! and writing its decision), so of two writers deciding at once the first
@@ -13,11 +14,34 @@ use std::cell::RefCell;
 
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::exchange::Paused;
-use crate::api::policy::{AgentCommands, Policy, Verdict};
+use super::policy::{AgentCommands, Policy, Verdict};
+use crate::api::error::FieldErrors;
+use crate::api::validate::{json_object, optional_name, required_string};
 use crate::api::wire::{Approval, Decision};
 use crate::api::ApiError;
 use crate::runtime::sql::{self, number, text};
+
+/// `{"decision": "approve"|"deny", "userId"?: string}`: whether a command
+/// of the agent's runs, and who says so.
+pub fn decision_request(body: &[u8]) -> Result<(bool, Option<String>), ApiError> {
+    let object = json_object(body)?;
+    let mut errors = FieldErrors::new();
+    let approve = match required_string(&object, "decision", &mut errors) {
+        Some("approve") => Some(true),
+        Some("deny") => Some(false),
+        Some(_) => {
+            let why = "must be approve or deny";
+            errors.entry("decision").or_default().push(why.into());
+            None
+        }
+        None => None,
+    };
+    let user_id = optional_name(&object, "userId", &mut errors);
+    match approve {
+        Some(approve) if errors.is_empty() => Ok((approve, user_id)),
+        _ => Err(ApiError::Invalid(errors)),
+    }
+}
 
 pub struct Approvals {
     sql: SqlStorage,
@@ -27,7 +51,8 @@ pub struct Approvals {
 
 /// A paused exchange whose approvals are all decided.
 pub struct Ready {
-    pub paused: Paused,
+    /// The exchange, as it was kept.
+    pub paused: String,
     pub decided: Vec<Approval>,
 }
 
@@ -120,15 +145,15 @@ impl Approvals {
     /// those a rule decided already decided; answers the ones that wait.
     pub fn propose(
         &self,
-        paused: &Paused,
+        paused: String,
+        asked_by: Option<&str>,
         commands: &[(String, Verdict)],
         now: u64,
         expires_at: u64,
     ) -> worker::Result<Vec<Approval>> {
-        let json = serde_json::to_string(paused).expect("an exchange serializes");
         self.sql.exec(
             "INSERT INTO paused (exchange) VALUES (?)",
-            vec![SqlStorageValue::String(json)],
+            vec![SqlStorageValue::String(paused)],
         )?;
         let id = self.last_id()?;
         for (command, verdict) in commands {
@@ -145,7 +170,7 @@ impl Approvals {
                 vec![
                     SqlStorageValue::Integer(id),
                     command.as_str().into(),
-                    or_null(paused.asked_by.as_deref()),
+                    or_null(asked_by),
                     SqlStorageValue::Integer(now as i64),
                     SqlStorageValue::Integer(expires_at as i64),
                     or_null(decision.map(Decision::name)),
@@ -270,7 +295,7 @@ impl Approvals {
         let Some([id, exchange]) = row.as_deref() else {
             return Ok(None);
         };
-        let exchange = text(exchange).unwrap_or_default();
+        let paused = text(exchange).unwrap_or_default();
         let id = id.clone();
         let decided = self.select("WHERE paused = ? ORDER BY id", vec![id.clone()])?;
         self.sql.exec("DELETE FROM paused WHERE id = ?", vec![id])?;
@@ -280,9 +305,7 @@ impl Approvals {
             "DELETE FROM approvals WHERE decision IS NOT NULL AND id <= (SELECT MAX(id) FROM approvals) - ?",
             vec![SqlStorageValue::Integer(KEPT_DECIDED)],
         )?;
-        // An exchange stored by another version of the worker, unreadable
-        // here, is dropped rather than retried for ever.
-        Ok(Paused::read(&exchange).map(|paused| Ready { paused, decided }))
+        Ok(Some(Ready { paused, decided }))
     }
 
     /// When something is next due: now if an exchange is ready, else the
@@ -352,4 +375,25 @@ fn rules(value: &SqlStorageValue) -> Vec<String> {
         .filter(|rule| !rule.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::validate::tests::details;
+
+    #[test]
+    fn decisions() {
+        assert_eq!(
+            decision_request(br#"{"decision": "approve"}"#).unwrap(),
+            (true, None)
+        );
+        assert_eq!(
+            decision_request(br#"{"decision": "deny", "userId": "bo"}"#).unwrap(),
+            (false, Some("bo".into()))
+        );
+        for body in [r#"{}"#, r#"{"decision": "yes"}"#, r#"{"decision": true}"#] {
+            assert!(details(decision_request(body.as_bytes()).unwrap_err())["decision"].is_array());
+        }
+    }
 }

@@ -33,8 +33,14 @@
 
 use std::mem::take;
 
-use super::shell;
 use serde::Serialize;
+use serde_json::Value;
+
+use super::shell;
+use crate::api::error::FieldErrors;
+use crate::api::limits::{MAX_POLICY_RULES, MAX_RULE_CHARS};
+use crate::api::validate::json_object;
+use crate::api::ApiError;
 
 /// How the room treats the agent's commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -206,9 +212,68 @@ fn starts(rule: &str, words: &[Vec<u8>], deny: bool) -> bool {
         })
 }
 
+/// A `PUT /policy` body, `{"agentCommands"?, "allow"?, "deny"?}`, applied
+/// to `current`: what it leaves out stays as it was.
+pub fn policy_update(body: &[u8], current: &Policy) -> Result<Policy, ApiError> {
+    let object = json_object(body)?;
+    let mut errors = FieldErrors::new();
+    let mut policy = current.clone();
+    match object.get("agentCommands") {
+        None => {}
+        Some(Value::String(mode)) if AgentCommands::parse(mode).is_some() => {
+            policy.agent_commands = AgentCommands::parse(mode).expect("just parsed");
+        }
+        Some(_) => {
+            let why = "must be one of auto, ask, off";
+            errors.entry("agentCommands").or_default().push(why.into());
+        }
+    }
+    for (field, rules) in [("allow", &mut policy.allow), ("deny", &mut policy.deny)] {
+        if let Some(value) = object.get(field) {
+            match policy_rules(value) {
+                Ok(given) => *rules = given,
+                Err(why) => errors.entry(field).or_default().push(why),
+            }
+        }
+    }
+    match errors.is_empty() {
+        true => Ok(policy),
+        false => Err(ApiError::Invalid(errors)),
+    }
+}
+
+/// A list of rules: at most [`MAX_POLICY_RULES`] strings, each of 1 to
+/// [`MAX_RULE_CHARS`] characters once trimmed, without control characters.
+fn policy_rules(value: &Value) -> Result<Vec<String>, String> {
+    let shape = format!(
+        "must be an array of at most {MAX_POLICY_RULES} strings of 1 to {MAX_RULE_CHARS} \
+         characters without control characters"
+    );
+    let Value::Array(items) = value else {
+        return Err(shape);
+    };
+    if items.len() > MAX_POLICY_RULES {
+        return Err(shape);
+    }
+    items
+        .iter()
+        .map(|item| match item.as_str().map(str::trim) {
+            Some(rule)
+                if !rule.is_empty()
+                    && rule.chars().count() <= MAX_RULE_CHARS
+                    && !rule.contains(char::is_control) =>
+            {
+                Ok(rule.to_owned())
+            }
+            _ => Err(shape.clone()),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::validate::tests::details;
 
     fn words(cmd: &str) -> Vec<Vec<String>> {
         let text = |w: &Vec<u8>| String::from_utf8_lossy(w).into_owned();
@@ -503,5 +568,55 @@ mod tests {
         assert_eq!(AgentCommands::parse("Ask"), None);
         let json = serde_json::to_string(&Policy::new(AgentCommands::Auto)).unwrap();
         assert_eq!(json, r#"{"agentCommands":"auto","allow":[],"deny":[]}"#);
+    }
+
+    #[test]
+    fn policy_updates_change_only_what_they_name() {
+        let current = Policy::new(AgentCommands::Auto);
+        let p = policy_update(
+            br#"{"agentCommands": "ask", "deny": [" rm -rf "]}"#,
+            &current,
+        )
+        .unwrap();
+        assert_eq!(p.agent_commands, AgentCommands::Ask);
+        assert_eq!(
+            (p.allow.len(), p.deny.as_slice()),
+            (0, &["rm -rf".to_string()][..])
+        );
+        let same = policy_update(b"{}", &p).unwrap();
+        assert_eq!(same, p);
+        let cleared = policy_update(br#"{"deny": []}"#, &p).unwrap();
+        assert!(cleared.deny.is_empty() && cleared.agent_commands == AgentCommands::Ask);
+    }
+
+    #[test]
+    fn bad_policies_name_every_field() {
+        let current = Policy::new(AgentCommands::Auto);
+        let long = format!(r#"{{"allow": ["{}"]}}"#, "x".repeat(MAX_RULE_CHARS + 1));
+        let many = format!(
+            r#"{{"deny": [{}]}}"#,
+            vec![r#""ls""#; MAX_POLICY_RULES + 1].join(",")
+        );
+        for body in [
+            r#"{"agentCommands": "sometimes"}"#,
+            r#"{"agentCommands": null}"#,
+            r#"{"allow": "ls"}"#,
+            r#"{"allow": [""]}"#,
+            r#"{"allow": [" "]}"#,
+            r#"{"allow": [5]}"#,
+            r#"{"deny": ["rm\u0007"]}"#,
+            &long,
+            &many,
+        ] {
+            let e = policy_update(body.as_bytes(), &current).unwrap_err();
+            assert!(matches!(e, ApiError::Invalid(_)), "{body}");
+        }
+        let both =
+            details(policy_update(br#"{"agentCommands": 1, "deny": {}}"#, &current).unwrap_err());
+        assert!(both["agentCommands"].is_array() && both["deny"].is_array());
+        assert!(matches!(
+            policy_update(b"[]", &current),
+            Err(ApiError::NotAnObject)
+        ));
     }
 }

@@ -9,14 +9,13 @@
 
 use std::sync::OnceLock;
 
-use serde::Serialize;
-
+use crate::ai::messages::ChatMessage;
 use crate::api::limits::{
     MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER,
 };
+use crate::api::wire::RUN_COMMAND;
 use crate::api::wire::{Message, Role};
-use crate::chat::rounds::FollowUp;
-use crate::chat::tools::{ToolCall, RUN_COMMAND};
+use crate::exchange::rounds::FollowUp;
 
 /// Tells the model how to behave in a shared terminal room, with the limits
 /// the exchange enforces (`rounds`), so the two cannot disagree; `tools`
@@ -53,29 +52,6 @@ pub fn system_prompt(tools: bool) -> &'static str {
         })
     });
     &prompts[usize::from(tools)]
-}
-
-/// One turn of an OpenAI-style chat, the shape both backends accept.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChatMessage<'a> {
-    pub role: &'static str,
-    /// `None` (sent as null) only for a model's turn of tool calls alone.
-    pub content: Option<&'a str>,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub tool_calls: &'a [ToolCall],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<&'a str>,
-}
-
-impl<'a> ChatMessage<'a> {
-    pub fn text(role: &'static str, content: &'a str) -> Self {
-        Self {
-            role,
-            content: Some(content),
-            tool_calls: &[],
-            tool_call_id: None,
-        }
-    }
 }
 
 /// Builds the model's input: system prompt, the stored history that fits
@@ -146,6 +122,7 @@ fn recent_that_fit(history: &[Message]) -> &[Message] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ai::messages::ToolCall;
 
     /// The number written right after each `before` in the prompt, if any.
     fn numbers_after(prompt: &str, before: &str) -> Vec<Option<usize>> {

@@ -44,15 +44,16 @@ use futures_util::future::{select, Either};
 use worker::worker_sys::ext::WebSocketExt;
 use worker::{web_sys, Delay, Env, SqlStorage, State, WebSocket, WebSocketPair};
 
-use super::feed_log::{FeedLog, Resume};
-use crate::api::access::{self, RoomRole};
+use super::log::{FeedLog, Resume};
+use crate::access::token::Claims;
 use crate::api::limits::{
     FEED_LOG_EVENTS, HEARTBEAT_MS, MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES,
 };
-use crate::api::live::{self, CloseReason, Event, FromWatcher, Present, Source};
-use crate::api::token::Claims;
+use crate::api::role::RoomRole;
 use crate::api::wire::Message;
+use crate::api::wire::Source;
 use crate::api::{validate, ApiError};
+use crate::feed::event::{self, CloseReason, Event, FromWatcher, Present};
 use crate::runtime::{clock, config, random};
 
 /// What a watcher sends to keep an idle socket open, and what the runtime
@@ -325,7 +326,7 @@ impl Feed {
             self.send(
                 &pair.server,
                 &id,
-                &live::frame(&Event::Gap { since }.to_json(), seen),
+                &event::frame(&Event::Gap { since }.to_json(), seen),
             );
         }
         let hello = Event::Hello {
@@ -336,7 +337,11 @@ impl Feed {
             name: name.as_deref(),
             invites,
         };
-        self.send(&pair.server, &id, &live::hello_frame(&hello, seen, &recent));
+        self.send(
+            &pair.server,
+            &id,
+            &event::hello_frame(&hello, seen, &recent),
+        );
         for frame in &missed {
             self.send(&pair.server, &id, frame);
         }
@@ -387,11 +392,11 @@ impl Feed {
     /// the number of the newest event, which every watcher has been sent.
     fn tell(&self, state: &State, event: &Event<'_>) {
         let seq = self.log.last().unwrap_or_default();
-        self.broadcast(state, &live::frame(&event.to_json(), seq));
+        self.broadcast(state, &event::frame(&event.to_json(), seq));
     }
 
     fn send(&self, ws: &WebSocket, id: &str, frame: &str) {
-        let seq = live::seq_of(frame);
+        let seq = event::seq_of(frame);
         let mut watchers = self.watchers.borrow_mut();
         // After an eviction, a watcher starts again from this frame.
         let counters = counters(&mut watchers, id, seq.saturating_sub(1));
@@ -430,7 +435,7 @@ impl Feed {
             return;
         }
         let seq = self.log.last().unwrap_or_default();
-        let frame = live::frame(&Event::Heartbeat.to_json(), seq);
+        let frame = event::frame(&Event::Heartbeat.to_json(), seq);
         for ws in state.get_websockets() {
             let Some(tags) = Tags::of(state, &ws) else {
                 continue;
@@ -456,7 +461,7 @@ impl Feed {
         self.send(
             ws,
             id,
-            &live::frame(&Event::Closed { reason }.to_json(), seq),
+            &event::frame(&Event::Closed { reason }.to_json(), seq),
         );
         let (code, why) = match reason {
             CloseReason::Deleted => (ROOM_CLOSED, "the room was deleted"),
@@ -607,7 +612,7 @@ impl Feed {
             let _ = ws.close(Some(NOT_IN_PROTOCOL), Some(why));
             return;
         };
-        if tags.grant.role < access::needed_to_send(&frame) {
+        if tags.grant.role < frame.needed() {
             let _ = ws.close(Some(BEYOND_ROLE), Some("a watcher may only acknowledge"));
             return;
         }

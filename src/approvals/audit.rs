@@ -1,7 +1,8 @@
 //! The room's audit: every command run or refused in the room, whoever
 //! asked (a user's exec, the agent), with who let it through and how it
 //! ended. The Sandbox object keeps it, as every command that runs passes
-//! through it; the DuetAgent sends those it refused (`room::calls`).
+//! through it; the DuetAgent sends those it refused (`room::calls`). Every
+//! entry is made by [`entry`].
 //!
 //! Each entry is stored as the JSON `GET …/audit` shows, so reading the
 //! audit parses nothing. Only the newest [`AUDIT_ENTRIES`] are kept, so
@@ -11,8 +12,44 @@
 
 use worker::{SqlStorage, SqlStorageValue};
 
-use crate::api::limits::AUDIT_ENTRIES;
-use crate::api::wire::AuditEntry;
+use crate::api::limits::{AUDIT_CMD_CHARS, AUDIT_ENTRIES};
+use crate::api::wire::{AuditEntry, AuditOutcome, Source};
+use crate::text::first_chars;
+
+/// Who or what let a command run: the writer who approved it, or the allow
+/// rule that spared the question (neither, where the room's policy runs
+/// every command). The one consent type, from the policy's verdict or an
+/// approval's decision (`consent::Said`) to the audit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Consent {
+    pub decided_by: Option<String>,
+    pub rule: Option<String>,
+}
+
+/// The audit's entry for `command` of `source`, asked for by `asked_by`,
+/// as of `at`: how it ended is the caller's to add where it ran.
+pub fn entry(
+    at: u64,
+    command: &str,
+    source: Source,
+    asked_by: Option<String>,
+    outcome: AuditOutcome,
+    consent: Consent,
+) -> AuditEntry {
+    AuditEntry {
+        at,
+        command: first_chars(command, AUDIT_CMD_CHARS).to_owned(),
+        source,
+        asked_by,
+        outcome,
+        decided_by: consent.decided_by,
+        rule: consent.rule,
+        exit_code: None,
+        duration_ms: None,
+        timed_out: false,
+        tool: source.tool(),
+    }
+}
 
 pub struct Audit {
     sql: SqlStorage,

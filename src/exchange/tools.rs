@@ -14,48 +14,14 @@
 //! judged by the room's rules as the command it is, and a tool of its own
 //! would need rules of its own.
 
-use serde::Serialize;
 use serde_json::Value;
 
+use crate::ai::messages::ToolCall;
 use crate::api::limits::MAX_RUNS_PER_ANSWER;
 use crate::api::validate;
+use crate::api::wire::RUN_COMMAND;
 
 /// The one tool's name.
-pub const RUN_COMMAND: &str = "run_command";
-
-/// The tools, as the model's input carries them (`tools`). Their limits are
-/// checked against `api::limits` by a test.
-pub const DEFINITIONS: &str = r#"[{"type":"function","function":{"name":"run_command","description":"Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most 5 commands per answer.","parameters":{"type":"object","properties":{"command":{"type":"string","description":"The command, exactly as it would be typed in bash."},"timeoutMs":{"type":"integer","minimum":1,"maximum":25000,"description":"How long the command may run, in milliseconds (at most 25000; the room's time budget may allow less)."}},"required":["command"]}}}]"#;
-
-/// One call of a tool, as the model wrote it, and as it is sent back in
-/// the model's own turn. Stored (with a paused exchange) as its three
-/// strings, see [`flatten`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ToolCall {
-    pub id: String,
-    /// Functions are the only kind.
-    #[serde(rename = "type")]
-    kind: &'static str,
-    pub function: Function,
-}
-
-/// The function called, and its arguments as the JSON text the model wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Function {
-    pub name: String,
-    pub arguments: String,
-}
-
-impl ToolCall {
-    pub fn new(id: String, name: String, arguments: String) -> Self {
-        Self {
-            id,
-            kind: "function",
-            function: Function { name, arguments },
-        }
-    }
-}
-
 /// Calls as strings, each its id, name and arguments: how they are stored.
 /// A string list is read by a parser the worker has anyway, where derived
 /// structs would each add one to the upload.
@@ -122,7 +88,7 @@ mod tests {
 
     #[test]
     fn the_definitions_are_json_and_state_the_limits() {
-        let tools: Value = serde_json::from_str(DEFINITIONS).unwrap();
+        let tools: Value = serde_json::from_str(crate::ai::messages::DEFINITIONS).unwrap();
         let function = &tools[0]["function"];
         assert_eq!(function["name"], RUN_COMMAND);
         assert_eq!(

@@ -16,27 +16,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::access::RoomRole;
-use super::base64url;
-use super::policy::Policy;
-use super::wire::{Approval, Message};
-use super::ApiError;
+use crate::api::role::RoomRole;
+use crate::api::wire::{Approval, Message, Source};
+use crate::api::ApiError;
+use crate::approvals::policy::Policy;
 
 /// The subprotocol every watcher offers, and the one the worker answers.
 pub const PROTOCOL: &str = "duet.v1";
-const AUTH_PREFIX: &str = "duet.auth.";
-
-/// Where a command came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// `POST /sandbox/exec`.
-    Exec,
-    /// A `<run>` tag of the agent.
-    Agent,
-    /// An MCP client's `run_command` (`mcp`).
-    Mcp,
-}
 
 /// Why the feed closed a watcher's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -189,7 +175,7 @@ pub fn since_of(url: &str) -> Result<Option<u64>, ApiError> {
     })
 }
 
-/// What a watcher may send (`api::access` says which role each needs).
+/// What a watcher may send, and the role each needs.
 /// Messages and commands are not among them: those go over HTTP.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FromWatcher {
@@ -205,6 +191,16 @@ pub enum FromWatcher {
 }
 
 impl FromWatcher {
+    /// The role it takes to send this frame.
+    pub fn needed(&self) -> RoomRole {
+        match self {
+            Self::Ack { .. } | Self::Ping => RoomRole::Watcher,
+            // A name shows in everyone's list of who is there; watchers are
+            // named by their invite, if at all.
+            Self::Name { .. } => RoomRole::Writer,
+        }
+    }
+
     /// Parses a text frame; `None` for anything that is not one of the
     /// protocol's.
     pub fn parse(text: &str) -> Option<Self> {
@@ -237,14 +233,6 @@ pub fn check_upgrade(upgrade: Option<&str>, protocols: Option<&str>) -> Result<(
 /// Whether a `Sec-WebSocket-Protocol` header offers [`PROTOCOL`].
 fn offers_protocol(header: &str) -> bool {
     header.split(',').any(|p| p.trim() == PROTOCOL)
-}
-
-/// The token a `Sec-WebSocket-Protocol` header carries, if any.
-pub fn token_from_protocols(header: &str) -> Option<String> {
-    let encoded = header
-        .split(',')
-        .find_map(|p| p.trim().strip_prefix(AUTH_PREFIX))?;
-    String::from_utf8(base64url::decode(encoded)?).ok()
 }
 
 #[cfg(test)]
@@ -411,17 +399,15 @@ mod tests {
     }
 
     #[test]
-    fn tokens_come_as_base64url_subprotocols() {
-        // "s3cret/with+odd=chars ü" in base64url without padding.
-        let header = "duet.v1, duet.auth.czNjcmV0L3dpdGgrb2RkPWNoYXJzIMO8";
-        assert!(offers_protocol(header));
-        assert_eq!(
-            token_from_protocols(header).as_deref(),
-            Some("s3cret/with+odd=chars ü")
-        );
-        assert_eq!(token_from_protocols("duet.v1"), None);
-        assert_eq!(token_from_protocols("duet.auth.***"), None);
-        assert_eq!(token_from_protocols("duet.auth.a"), None);
+    fn the_feed_is_offered_by_its_subprotocol() {
+        assert!(offers_protocol("duet.v1, duet.auth.czNjcmV0"));
         assert!(!offers_protocol("chat, superchat"));
+    }
+
+    #[test]
+    fn watchers_may_only_acknowledge() {
+        assert_eq!(FromWatcher::Ack { seq: 1 }.needed(), RoomRole::Watcher);
+        let name = FromWatcher::Name { name: "ana".into() };
+        assert_eq!(name.needed(), RoomRole::Writer);
     }
 }

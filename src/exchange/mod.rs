@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod context;
 pub mod rounds;
+pub mod run;
 pub mod run_tags;
 pub mod shown;
 pub mod tools;

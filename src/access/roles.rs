@@ -11,38 +11,10 @@
 //! owner in every room) or a room token (`api::token`); in open mode, which
 //! must be chosen by name, everyone is an owner everywhere.
 
-use serde::{Deserialize, Serialize};
-
-use super::live::FromWatcher;
-use super::route::Action;
 use super::token::Claims;
-use super::ApiError;
-
-/// What someone may do in a room; each role may do what the ones before
-/// it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RoomRole {
-    Watcher,
-    Writer,
-    Owner,
-}
-
-impl RoomRole {
-    pub const ALL: [Self; 3] = [Self::Watcher, Self::Writer, Self::Owner];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Watcher => "watcher",
-            Self::Writer => "writer",
-            Self::Owner => "owner",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|role| role.name() == name)
-    }
-}
+use crate::api::role::RoomRole;
+use crate::api::route::Action;
+use crate::api::ApiError;
 
 /// The role a public route needs.
 pub fn needed(action: Action) -> RoomRole {
@@ -61,16 +33,6 @@ pub fn needed(action: Action) -> RoomRole {
         Action::Cleanup | Action::Invite | Action::Revoke | Action::SetPolicy | Action::Audit => {
             RoomRole::Owner
         }
-    }
-}
-
-/// The role a frame sent on the live feed needs.
-pub fn needed_to_send(frame: &FromWatcher) -> RoomRole {
-    match frame {
-        FromWatcher::Ack { .. } | FromWatcher::Ping => RoomRole::Watcher,
-        // A name shows in everyone's list of who is there; watchers are
-        // named by their invite, if at all.
-        FromWatcher::Name { .. } => RoomRole::Writer,
     }
 }
 
@@ -235,16 +197,6 @@ mod tests {
         assert_eq!(status("r2", Action::History), 401);
         assert_eq!(status("r1x", Action::History), 401);
         assert_eq!(status("r1", Action::Revoke), 403);
-    }
-
-    #[test]
-    fn watchers_may_only_acknowledge() {
-        assert_eq!(
-            needed_to_send(&FromWatcher::Ack { seq: 1 }),
-            RoomRole::Watcher
-        );
-        let name = FromWatcher::Name { name: "ana".into() };
-        assert_eq!(needed_to_send(&name), RoomRole::Writer);
     }
 
     #[test]

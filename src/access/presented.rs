@@ -4,6 +4,10 @@
 //! or of a room token's MAC.
 
 const BEARER: &str = "Bearer ";
+/// How a WebSocket's subprotocols carry a token (see `feed::event`).
+const AUTH_PREFIX: &str = "duet.auth.";
+
+use crate::base64url;
 
 /// The token of an `Authorization: Bearer <token>` header (taken out of it
 /// in place: a room token is a few hundred bytes).
@@ -12,6 +16,14 @@ pub fn bearer(mut header: String) -> Option<String> {
         header.drain(..BEARER.len());
         header
     })
+}
+
+/// The token a `Sec-WebSocket-Protocol` header carries, if any.
+pub fn token_from_protocols(header: &str) -> Option<String> {
+    let encoded = header
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix(AUTH_PREFIX))?;
+    String::from_utf8(base64url::decode(encoded)?).ok()
 }
 
 /// Whether a presented token is the token, compared in constant time.
@@ -63,6 +75,19 @@ mod tests {
         ] {
             assert!(!authorized(header, "s3cret"), "{header:?}");
         }
+    }
+
+    #[test]
+    fn tokens_come_as_base64url_subprotocols() {
+        // "s3cret/with+odd=chars ü" in base64url without padding.
+        let header = "duet.v1, duet.auth.czNjcmV0L3dpdGgrb2RkPWNoYXJzIMO8";
+        assert_eq!(
+            token_from_protocols(header).as_deref(),
+            Some("s3cret/with+odd=chars ü")
+        );
+        assert_eq!(token_from_protocols("duet.v1"), None);
+        assert_eq!(token_from_protocols("duet.auth.***"), None);
+        assert_eq!(token_from_protocols("duet.auth.a"), None);
     }
 
     #[test]

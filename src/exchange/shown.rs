@@ -20,7 +20,7 @@
 
 use crate::ai::thinking::{after_unopened_close, without_spans, THINK};
 use crate::api::limits::MAX_MODEL_ANSWER_CHARS;
-use crate::chat::run_tags::RUN;
+use crate::exchange::run_tags::RUN;
 use crate::text::{first_chars, unfinished_escape, without_controls};
 
 pub struct Shown {

@@ -1,0 +1,61 @@
+//! The model's input as both backends take it (OpenAI's chat shape): the
+//! turns of a chat, the tool calls a model's turn carries, and the tools
+//! offered. What goes into them is the exchange's (`exchange::context`).
+
+use serde::Serialize;
+
+/// One turn of an OpenAI-style chat, the shape both backends accept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatMessage<'a> {
+    pub role: &'static str,
+    /// `None` (sent as null) only for a model's turn of tool calls alone.
+    pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tool_calls: &'a [ToolCall],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<&'a str>,
+}
+
+impl<'a> ChatMessage<'a> {
+    pub fn text(role: &'static str, content: &'a str) -> Self {
+        Self {
+            role,
+            content: Some(content),
+            tool_calls: &[],
+            tool_call_id: None,
+        }
+    }
+}
+
+/// The tools, as the model's input carries them (`tools`). Their limits are
+/// checked against `api::limits` by a test.
+pub const DEFINITIONS: &str = r#"[{"type":"function","function":{"name":"run_command","description":"Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most 5 commands per answer.","parameters":{"type":"object","properties":{"command":{"type":"string","description":"The command, exactly as it would be typed in bash."},"timeoutMs":{"type":"integer","minimum":1,"maximum":25000,"description":"How long the command may run, in milliseconds (at most 25000; the room's time budget may allow less)."}},"required":["command"]}}}]"#;
+
+/// One call of a tool, as the model wrote it, and as it is sent back in
+/// the model's own turn. Stored (with a paused exchange) as its three
+/// strings, see [`flatten`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolCall {
+    pub id: String,
+    /// Functions are the only kind.
+    #[serde(rename = "type")]
+    kind: &'static str,
+    pub function: Function,
+}
+
+/// The function called, and its arguments as the JSON text the model wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Function {
+    pub name: String,
+    pub arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(id: String, name: String, arguments: String) -> Self {
+        Self {
+            id,
+            kind: "function",
+            function: Function { name, arguments },
+        }
+    }
+}

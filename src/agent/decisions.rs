@@ -9,17 +9,13 @@ use worker::Response;
 use super::DuetAgent;
 use crate::access::roles;
 use crate::access::token::Claims;
-use crate::api::limits::APPROVAL_TIMEOUT_SECONDS;
-use crate::api::wire::{Approval, Decision, DecisionResponse, Message, Role};
+use crate::api::wire::{Decision, DecisionResponse};
 use crate::api::ApiError;
-use crate::approvals::pending::Ready;
 use crate::approvals::policy::Policy;
 use crate::approvals::{pending, policy};
-use crate::exchange::rounds::Stop;
-use crate::exchange::run::{self as exchange, Exchange, Paused};
 use crate::feed::event::Event;
 use crate::runtime::log::{self, ObjectFailure};
-use crate::runtime::{clock, config, respond};
+use crate::runtime::{clock, respond};
 
 impl DuetAgent {
     /// `PUT .../policy`: the fields given change, the others stay.
@@ -90,97 +86,5 @@ impl DuetAgent {
             }
         }
         Ok(())
-    }
-
-    /// Carries on an exchange whose approvals are decided.
-    async fn go_on(&self, room: &str, ready: Ready) -> Result<(), ApiError> {
-        // An exchange kept by another version of the worker, unreadable
-        // here, is dropped rather than retried for ever.
-        let Some(paused) = Paused::read(&ready.paused) else {
-            return Ok(());
-        };
-        let epoch = self.clock.epoch();
-        let since = paused.since;
-        let history: Vec<Message> = self
-            .store
-            .recent()?
-            .into_iter()
-            .filter(|message| message.ts < since)
-            .collect();
-        let policy = self.policy()?;
-        let watched = self.store.watching()?;
-        let done = exchange::resume(
-            &self.env,
-            room,
-            &history,
-            paused,
-            &ready.decided,
-            &policy,
-            watched,
-            || self.clock.still_current(epoch),
-        )
-        .await?;
-        self.clock.still_current(epoch)?;
-        let (agent, approvals) = self.conclude(done).await?;
-        self.store.append(std::slice::from_ref(&agent))?;
-        let mut events = vec![Event::Message { message: &agent }];
-        events.extend(
-            approvals
-                .iter()
-                .map(|approval| Event::Approval { approval }),
-        );
-        self.publish(room, &events).await;
-        Ok(())
-    }
-
-    /// The agent's message for an exchange that ended or paused; a paused
-    /// one's approvals are kept (and answered) first, as the message names
-    /// them.
-    pub(super) async fn conclude(
-        &self,
-        mut done: Exchange,
-    ) -> Result<(Message, Vec<Approval>), ApiError> {
-        let now = clock::now_ms();
-        let mut approvals = vec![];
-        if let Some((paused, commands)) = done.paused.take() {
-            let timeout_ms = config::seconds_as_ms(
-                &self.env,
-                "DUET_APPROVAL_TIMEOUT_SECONDS",
-                APPROVAL_TIMEOUT_SECONDS,
-            );
-            approvals = self.approvals.propose(
-                paused.written(),
-                paused.asked_by.as_deref(),
-                &commands,
-                now,
-                now + timeout_ms,
-            )?;
-            let waiting = approvals.iter().map(|a| (a.id, a.command.clone()));
-            done.stop = Stop::Waiting(waiting.collect());
-            self.schedule(now).await?;
-        }
-        let agent = Message {
-            role: Role::Agent,
-            user_id: None,
-            text: done.reply(),
-            ts: now as i64,
-        };
-        Ok((agent, approvals))
-    }
-
-    /// Sets the alarm for whatever is due first.
-    pub(super) async fn schedule(&self, now: u64) -> Result<(), ApiError> {
-        let last_used = self.store.last_use()?.map_or(now, |(_, at)| at);
-        let at = self.next_alarm(last_used.saturating_add(self.timing.ttl_ms), now)?;
-        Ok(self.clock.alarm_at(&self.state.storage(), at).await?)
-    }
-
-    /// The room's next alarm: its expiry at `expires`, unless an approval
-    /// expires or an exchange may go on before.
-    pub(super) fn next_alarm(&self, expires: u64, now: u64) -> worker::Result<u64> {
-        Ok(self
-            .approvals
-            .next_due(now)?
-            .map_or(expires, |due| due.min(expires)))
     }
 }

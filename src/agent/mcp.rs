@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
-use worker::{Delay, Response};
+use worker::{web_sys, Delay, Response};
 
 use super::{written, DuetAgent};
 use crate::access::token::Claims;
@@ -34,7 +34,7 @@ use crate::feed::event::Event;
 use crate::mcp::tools::{Output, Tool};
 use crate::mcp::{self, Call, Headers, Item, Reply};
 use crate::room::calls::SandboxObject;
-use crate::runtime::{clock, config, respond, timeout};
+use crate::runtime::{body, clock, config, respond, timeout};
 use crate::text::first_chars;
 
 /// How often a command waiting for a writer looks at its approval.
@@ -64,12 +64,23 @@ impl DuetAgent {
     pub(super) async fn mcp(
         &self,
         room: &str,
-        headers: Headers<'_>,
-        body: &[u8],
+        req: web_sys::Request,
         claims: Option<&Claims>,
     ) -> Result<Response, ApiError> {
+        let named = |name| req.headers().get(name);
+        let (version, method, name) = (
+            named("mcp-protocol-version")?,
+            named("mcp-method")?,
+            named("mcp-name")?,
+        );
+        let body = body::read(req).await?;
+        let headers = Headers {
+            protocol_version: version.as_deref(),
+            method: method.as_deref(),
+            name: name.as_deref(),
+        };
         let role = claims.map_or(RoomRole::Owner, |claims| claims.role);
-        let reply = match mcp::read(headers, body, role) {
+        let reply = match mcp::read(headers, &body, role) {
             Err(reply) => reply,
             Ok(post) => {
                 let mut answers = Vec::with_capacity(post.items.len());

@@ -1,17 +1,19 @@
-//! DuetAgent, one Durable Object per room (named by the room id): it keeps the
-//! room's history, and holds each exchange ([`exchange`]): the model's answers
-//! and the `<run>` commands they ask for, in the room's sandbox, within the
-//! exchange's time budget. An exchange is stored as one user message and one
-//! agent message once it is over.
+//! DuetAgent, one Durable Object per room (named by the room id): the
+//! room's history, its exchanges with the model, its invites, its policy
+//! and the approvals that wait, and the room as an MCP server. Each
+//! concept's own logic lives in its folder (`exchange`, `access`,
+//! `approvals`, `mcp`); here is what the object does with it, in layers
+//! that call only downwards:
 //!
-//! It also holds the room's invites ([`invites`]): it makes the room's room
-//! tokens and owns the generation they carry (`room::access`).
-//!
-//! And what the room lets the agent run ([`approvals`]): the room's policy
-//! (`api::policy`), and the exchanges that wait for a writer's approval of
-//! their commands. One alarm serves the room's expiry, the approvals'
-//! expiry and the exchanges that are ready to go on ([`decisions`]), so all
-//! of it survives the object's eviction and a restart.
+//! - [`DuetAgent::handle`], the table of contents: one line per thing asked
+//!   of the object (`room::calls` says which object serves what);
+//! - the actions: [`invites`], the policy and the decisions ([`decisions`],
+//!   with the alarm that expires approvals and carries on the exchanges
+//!   whose approvals are decided), MCP's tool calls ([`mcp`]);
+//! - [`exchange`]: a message's exchange run, stored and published, or a
+//!   decided one carried on; both end the same way;
+//! - [`upkeep`]: the room's use and its one alarm, its policy, publishing
+//!   to its feed; and [`store`], the history's table.
 //!
 //! Cleanup is final: each cleanup starts a new epoch of the room's clock
 //! (`room::clock`), and an exchange that began in an earlier one runs no
@@ -19,9 +21,11 @@
 //! before a `DELETE` reappears after it.
 
 mod decisions;
+mod exchange;
 mod invites;
 mod mcp;
 mod store;
+mod upkeep;
 
 use std::cell::Cell;
 
@@ -31,20 +35,14 @@ use worker::{web_sys, Env, Response, State};
 
 use crate::access::generation::Generation;
 use crate::access::request;
-use crate::api::route::{self, Action};
-use crate::api::wire::{
-    Approval, ApprovalsResponse, CleanupResponse, HistoryResponse, Message, MessageRequest,
-    MessageResponse, Role,
-};
+use crate::api::route;
+use crate::api::wire::{ApprovalsResponse, CleanupResponse, HistoryResponse};
 use crate::api::{validate, ApiError};
 use crate::approvals::pending::Approvals;
-use crate::approvals::policy::AgentCommands;
-use crate::exchange::run as exchange;
-use crate::feed::event::Event;
 use crate::room::calls::SandboxObject;
+use crate::room::calls::{self, Served, ToAgent};
 use crate::room::clock::{RoomClock, Timing};
-use crate::room::{calls, Asked, Call};
-use crate::runtime::{body, clock, config, log, respond};
+use crate::runtime::{body, clock, log, respond};
 use store::Store;
 
 #[wasm_bindgen]
@@ -127,212 +125,74 @@ impl DuetAgent {
         Ok(())
     }
 
+    /// What each request asks, and the function that answers it.
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
-        let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
+        let asked = calls::request(&req.method(), route::path_of(url))?;
         let claims = request::claims(&req, &self.env)?;
-        if let Asked::Public(_) = asked {
+        if asked.public {
             self.generation.admit(claims.as_ref())?;
         }
-        match asked {
-            Asked::Public(Action::SendMessage) => {
-                self.touch(&room).await?;
-                let request = validate::message_request(&body::read(req).await?)?;
-                self.send(&room, request).await
+        let Served::Agent(what) = asked.served else {
+            return Err(ApiError::NotFound);
+        };
+        let (room, claims) = (&asked.room, claims.as_ref());
+        match what {
+            ToAgent::SendMessage => self.send(room, &body::read(req).await?).await,
+            ToAgent::History => self.history(room).await,
+            ToAgent::Cleanup => self.cleanup(room).await,
+            ToAgent::Invite => {
+                self.invite(room, url, claims, &body::read(req).await?)
+                    .await
             }
-            // A new watcher's history counts as a use, as a read of it does.
-            Asked::Public(Action::History) | Asked::Call(Call::History) => {
-                self.touch(&room).await?;
-                Ok(respond::json(
-                    200,
-                    &HistoryResponse {
-                        messages: &self.store.recent()?,
-                    },
-                )?)
+            ToAgent::Revoke => self.revoke(room, url, claims).await,
+            ToAgent::Policy => Ok(respond::json(200, &self.policy()?)?),
+            ToAgent::SetPolicy => self.set_policy(room, &body::read(req).await?).await,
+            ToAgent::Approvals => self.pending(),
+            ToAgent::Decide { approval } => {
+                self.decide(room, approval, &body::read(req).await?, claims)
+                    .await
             }
-            Asked::Public(Action::Cleanup) => self.cleanup(&room).await,
-            Asked::Public(Action::Invite) => {
-                let body = body::read(req).await?;
-                self.invite(&room, url, claims.as_ref(), &body).await
-            }
-            Asked::Public(Action::Revoke) => self.revoke(&room, url, claims.as_ref()).await,
-            Asked::Public(Action::Policy) => Ok(respond::json(200, &self.policy()?)?),
-            Asked::Public(Action::SetPolicy) => {
-                let body = body::read(req).await?;
-                self.set_policy(&room, &body).await
-            }
-            Asked::Public(Action::Approvals) => Ok(respond::json(
-                200,
-                &ApprovalsResponse {
-                    approvals: &self.approvals.pending()?,
-                },
-            )?),
-            Asked::Public(Action::Decide { approval }) => {
-                let body = body::read(req).await?;
-                self.decide(&room, approval, &body, claims.as_ref()).await
-            }
-            Asked::Public(Action::Mcp) => {
-                let headers = req.headers();
-                let named = |name| headers.get(name);
-                let (version, method, name) = (
-                    named("mcp-protocol-version")?,
-                    named("mcp-method")?,
-                    named("mcp-name")?,
-                );
-                let body = body::read(req).await?;
-                let headers = crate::mcp::Headers {
-                    protocol_version: version.as_deref(),
-                    method: method.as_deref(),
-                    name: name.as_deref(),
-                };
-                self.mcp(&room, headers, &body, claims.as_ref()).await
-            }
-            Asked::Call(Call::Watching) => {
-                let on = body::read(req).await? == b"true";
-                self.store.set_watching(on)?;
-                Ok(Response::empty()?)
-            }
-            Asked::Public(Action::Exec | Action::KeptArchive | Action::Live | Action::Audit)
-            | Asked::Call(
-                Call::AgentExec
-                | Call::McpExec
-                | Call::Publish
-                | Call::Audit
-                | Call::HistoryExpired
-                | Call::Generation
-                | Call::Destroy,
-            ) => Err(ApiError::NotFound),
+            ToAgent::Mcp => self.mcp(room, req, claims).await,
+            ToAgent::Watching => self.set_watching(&body::read(req).await?),
         }
     }
 
-    async fn send(&self, room: &str, request: MessageRequest) -> Result<Response, ApiError> {
+    /// `POST …/message`: the exchange, answered with the reply, the room's
+    /// recent messages and the approvals it waits for.
+    async fn send(&self, room: &str, body: &[u8]) -> Result<Response, ApiError> {
+        self.touch(room).await?;
+        let request = validate::message_request(body)?;
         Ok(respond::json_text(200, self.answer(room, request).await?)?)
     }
 
-    /// A message's exchange, answered as `POST …/message` answers it: the
-    /// reply, the room's recent messages and the approvals it waits for.
-    async fn answer(&self, room: &str, request: MessageRequest) -> Result<String, ApiError> {
-        let (agent, approvals) = self.converse(room, request).await?;
+    /// The stored history; a new watcher's counts as a use, as a read of it
+    /// does.
+    async fn history(&self, room: &str) -> Result<Response, ApiError> {
+        self.touch(room).await?;
         let messages = self.store.recent()?;
-        written(&MessageResponse {
-            reply: &agent.text,
-            messages: &messages,
-            approvals: &approvals,
-        })
+        Ok(respond::json(
+            200,
+            &HistoryResponse {
+                messages: &messages,
+            },
+        )?)
     }
 
-    /// A message to the room's agent, its exchange run, stored and shown on
-    /// the live feed; answers the agent's message and the approvals it
-    /// waits for.
-    async fn converse(
-        &self,
-        room: &str,
-        request: MessageRequest,
-    ) -> Result<(Message, Vec<Approval>), ApiError> {
-        let started = clock::now_ms();
-        let user = Message {
-            role: Role::User,
-            user_id: request.user_id,
-            text: request.text,
-            ts: started as i64,
-        };
-        // Watchers see the message at once, the answer as it comes and the
-        // reply when it is stored. Where nobody watches, the room's log is
-        // given the message with the reply (after the exchange's commands),
-        // in one call to the Sandbox object rather than two.
-        let watched = self.store.watching()?;
-        let asked = || Event::Message { message: &user };
-        if watched {
-            self.publish(room, &[asked()]).await;
-        }
-        let unseen = (!watched).then(asked);
-        let (agent, approvals) = match self.exchange(room, &user, watched).await {
-            Ok(done) => done,
-            Err(e) => {
-                let error = e.to_string();
-                let failed = Event::Failed { error: &error };
-                self.publish(
-                    room,
-                    &unseen.into_iter().chain([failed]).collect::<Vec<_>>(),
-                )
-                .await;
-                return Err(e);
-            }
-        };
-        let mut events: Vec<Event> = unseen.into_iter().collect();
-        events.push(Event::Message { message: &agent });
-        events.extend(
-            approvals
-                .iter()
-                .map(|approval| Event::Approval { approval }),
-        );
-        self.publish(room, &events).await;
-        Ok((agent, approvals))
+    /// The approvals that wait.
+    fn pending(&self) -> Result<Response, ApiError> {
+        let approvals = self.approvals.pending()?;
+        Ok(respond::json(
+            200,
+            &ApprovalsResponse {
+                approvals: &approvals,
+            },
+        )?)
     }
 
-    /// Runs the exchange for `user` and stores it; answers the agent's
-    /// message, and the approvals it waits for.
-    async fn exchange(
-        &self,
-        room: &str,
-        user: &Message,
-        watched: bool,
-    ) -> Result<(Message, Vec<Approval>), ApiError> {
-        let epoch = self.clock.epoch();
-        let history = self.store.recent()?;
-        let policy = self.policy()?;
-        let still_current = || self.clock.still_current(epoch);
-        let done = exchange::run(
-            &self.env,
-            room,
-            &history,
-            user,
-            &policy,
-            watched,
-            still_current,
-        )
-        .await?;
-        if done.reply().is_empty() {
-            // Some models refuse an empty assistant turn in the history.
-            return Err(ApiError::AiFailed(
-                "the model's answer had no text (only empty <run> tags)".into(),
-            ));
-        }
-        self.clock.still_current(epoch)?;
-        let (agent, approvals) = self.conclude(done).await?;
-        self.store.append(&[user.clone(), agent.clone()])?;
-        Ok((agent, approvals))
-    }
-
-    /// Sends events, in order, to the room's live feed and its log, if it
-    /// can be reached.
-    async fn publish(&self, room: &str, events: &[Event<'_>]) {
-        if let Ok(sandbox) = SandboxObject::of(&self.env, room) {
-            sandbox.publish(events).await;
-        }
-    }
-
-    /// Records a use of the room and sets its expiry alarm from it (see
-    /// `room::clock` for how seldom a busy room pays for either).
-    async fn touch(&self, room: &str) -> Result<(), ApiError> {
-        let now = clock::now_ms();
-        if self.clock.use_due(now, self.timing.ttl_ms) {
-            self.store.touch(room, now)?;
-        }
-        let at = || self.next_alarm(now + self.timing.ttl_ms, now);
-        Ok(self.clock.alarm_once(&self.state.storage(), at).await?)
-    }
-
-    /// The room's policy; a new room's mode is `DUET_AGENT_COMMANDS`.
-    fn policy(&self) -> Result<crate::approvals::policy::Policy, ApiError> {
-        let mode = match config::get(&self.env, "DUET_AGENT_COMMANDS") {
-            None => AgentCommands::Auto,
-            Some(name) => AgentCommands::parse(name.trim()).ok_or_else(|| {
-                ApiError::NotConfigured(format!(
-                    "DUET_AGENT_COMMANDS is {name:?}; set it to auto, ask or off"
-                ))
-            })?,
-        };
-        Ok(self.approvals.policy(mode)?)
+    /// Whether the room's feed has watchers, as the Sandbox object says.
+    fn set_watching(&self, body: &[u8]) -> Result<Response, ApiError> {
+        self.store.set_watching(body == b"true")?;
+        Ok(Response::empty()?)
     }
 
     async fn cleanup(&self, room: &str) -> Result<Response, ApiError> {

@@ -33,7 +33,7 @@ pub const DEFINITIONS: &str = r#"[{"type":"function","function":{"name":"run_com
 
 /// One call of a tool, as the model wrote it, and as it is sent back in
 /// the model's own turn. Stored (with a paused exchange) as its three
-/// strings, see [`flatten`].
+/// strings (`exchange::tools::flatten`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolCall {
     pub id: String,

@@ -96,15 +96,16 @@ impl Call {
 }
 
 /// What a request to one of the room's objects asks: a public route the
-/// front door handed on, or a call from the room's other object.
+/// front door handed on, or a call from the room's other object (see
+/// [`served`] for which object serves it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Asked {
+enum Asked {
     Public(Action),
     Call(Call),
 }
 
 /// Reads a request to a room's object: its room and what it asks.
-pub fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
+fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
     if let Some(rest) = path.strip_prefix(PREFIX) {
         let (raw_room, tail) = rest.split_once('/').ok_or(ApiError::NotFound)?;
         let (call, _, _) = CALLS
@@ -119,24 +120,104 @@ pub fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
     }
 }
 
-/// The object that serves a public `action` of `room`: the Sandbox object
-/// runs commands and holds the live feed (see `sandbox::feed`), the
-/// DuetAgent everything else.
+/// What the Sandbox object serves: the room's commands, its files, its
+/// audit and its live feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToSandbox {
+    /// A command, from `POST …/sandbox/exec`, the agent or an MCP client.
+    Exec(Source),
+    KeptArchive,
+    Audit,
+    /// A command the DuetAgent refused, for the audit.
+    RecordRefused,
+    Live,
+    Publish,
+    HistoryExpired,
+    Generation,
+    Destroy,
+}
+
+/// What the DuetAgent serves: the room's history, exchanges, invites,
+/// policy, approvals and MCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToAgent {
+    SendMessage,
+    History,
+    Cleanup,
+    Invite,
+    Revoke,
+    Policy,
+    SetPolicy,
+    Approvals,
+    Decide { approval: u64 },
+    Mcp,
+    Watching,
+}
+
+/// Which object serves what is asked, and as what: stated here only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    Sandbox(ToSandbox),
+    Agent(ToAgent),
+}
+
+fn served(asked: Asked) -> Served {
+    use Served::{Agent, Sandbox};
+    match asked {
+        Asked::Public(action) => match action {
+            Action::Exec => Sandbox(ToSandbox::Exec(Source::Exec)),
+            Action::KeptArchive => Sandbox(ToSandbox::KeptArchive),
+            Action::Live => Sandbox(ToSandbox::Live),
+            Action::Audit => Sandbox(ToSandbox::Audit),
+            Action::SendMessage => Agent(ToAgent::SendMessage),
+            Action::History => Agent(ToAgent::History),
+            Action::Cleanup => Agent(ToAgent::Cleanup),
+            Action::Invite => Agent(ToAgent::Invite),
+            Action::Revoke => Agent(ToAgent::Revoke),
+            Action::Policy => Agent(ToAgent::Policy),
+            Action::SetPolicy => Agent(ToAgent::SetPolicy),
+            Action::Approvals => Agent(ToAgent::Approvals),
+            Action::Decide { approval } => Agent(ToAgent::Decide { approval }),
+            Action::Mcp => Agent(ToAgent::Mcp),
+        },
+        Asked::Call(call) => match call {
+            Call::AgentExec => Sandbox(ToSandbox::Exec(Source::Agent)),
+            Call::McpExec => Sandbox(ToSandbox::Exec(Source::Mcp)),
+            Call::Publish => Sandbox(ToSandbox::Publish),
+            Call::Audit => Sandbox(ToSandbox::RecordRefused),
+            Call::HistoryExpired => Sandbox(ToSandbox::HistoryExpired),
+            Call::Generation => Sandbox(ToSandbox::Generation),
+            Call::Destroy => Sandbox(ToSandbox::Destroy),
+            Call::History => Agent(ToAgent::History),
+            Call::Watching => Agent(ToAgent::Watching),
+        },
+    }
+}
+
+/// The object that serves a public `action` of `room`.
 pub fn serving(env: &Env, room: &str, action: Action) -> Result<Stub, ApiError> {
-    Ok(match action {
-        Action::Exec | Action::KeptArchive | Action::Live | Action::Audit => {
-            sandbox_stub(env, room)?
-        }
-        Action::SendMessage
-        | Action::History
-        | Action::Cleanup
-        | Action::Invite
-        | Action::Revoke
-        | Action::Policy
-        | Action::SetPolicy
-        | Action::Approvals
-        | Action::Decide { .. }
-        | Action::Mcp => agent_stub(env, room)?,
+    Ok(match served(Asked::Public(action)) {
+        Served::Sandbox(_) => sandbox_stub(env, room)?,
+        Served::Agent(_) => agent_stub(env, room)?,
+    })
+}
+
+/// A request to one of the room's objects: its room, whether it came
+/// through the front door (so its token's generation is the object's to
+/// check), and what it asks of the object that serves it.
+pub struct Request {
+    pub room: String,
+    pub public: bool,
+    pub served: Served,
+}
+
+/// Reads a request to one of the room's objects.
+pub fn request(method: &str, path: &str) -> Result<Request, ApiError> {
+    let (room, asked) = asked(method, path)?;
+    Ok(Request {
+        room,
+        public: matches!(asked, Asked::Public(_)),
+        served: served(asked),
     })
 }
 

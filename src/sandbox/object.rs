@@ -73,8 +73,8 @@ use crate::approvals::audit::{self, Audit};
 use crate::feed::event::{self, CloseReason};
 use crate::feed::fanout::{Feed, Joining};
 use crate::room::calls::AgentObject;
+use crate::room::calls::{self, Served, ToSandbox};
 use crate::room::clock::{Due, RoomClock, Timing};
-use crate::room::{calls, Asked, Call};
 use crate::runtime::log::{self, ObjectFailure};
 use crate::runtime::{body, clock, config, respond};
 
@@ -232,161 +232,171 @@ impl Sandbox {
         }
     }
 
+    /// What each request asks, and the function that answers it.
     async fn handle(&self, req: web_sys::Request, url: &str) -> Result<Response, ApiError> {
         let arrived = clock::now_ms();
         let epoch = self.clock.epoch();
-        let (room, asked) = calls::asked(&req.method(), route::path_of(url))?;
+        let asked = calls::request(&req.method(), route::path_of(url))?;
         let claims = request::claims(&req, &self.env)?;
-        if let Asked::Public(_) = asked {
+        if asked.public {
             self.generation.admit(claims.as_ref())?;
         }
-        let name = sandbox_name(&room);
-        match asked {
-            Asked::Public(Action::Exec) | Asked::Call(Call::AgentExec | Call::McpExec) => {
-                let source = match asked {
-                    Asked::Call(Call::AgentExec) => Source::Agent,
-                    Asked::Call(Call::McpExec) => Source::Mcp,
-                    _ => Source::Exec,
-                };
-                let body = body::read(req).await?;
-                if let Some(claims) = claims.as_ref().filter(|_| source == Source::Exec) {
-                    if let Err(refused) = roles::allow(claims.role, Action::Exec) {
-                        let cmd = validate::exec_request(&body).map(|e| e.request.cmd);
-                        let asked_by = roles::named(Some(claims), None);
-                        let entry = audit::entry(
-                            clock::now_ms(),
-                            &cmd.unwrap_or_default(),
-                            source,
-                            asked_by,
-                            AuditOutcome::Refused,
-                            Consent::default(),
-                        );
-                        self.audit.record(&entry)?;
-                        return Err(refused);
-                    }
-                }
-                let exec = validate::exec_request(&body)?;
-                let request = exec.request;
-                let consent = match source {
-                    Source::Agent | Source::Mcp => Consent {
-                        decided_by: exec.decided_by,
-                        rule: exec.rule,
-                    },
-                    Source::Exec => Consent::default(),
-                };
-                let asked_by = roles::named(claims.as_ref(), exec.user_id);
-                let command = request.cmd.clone();
-                self.touch(&room, arrived).await?;
-                // Output streams to the watchers there are; without any, the
-                // log is given it whole at the end.
-                let watched = self.feed.watchers(&self.state) > 0;
-                let feed_id = self.feed.command_started(
-                    &self.state,
-                    &request.cmd,
-                    source,
-                    asked_by.as_deref(),
-                )?;
-                let result = self
-                    .exec(
-                        &room,
-                        &name,
-                        request,
-                        arrived,
-                        epoch,
-                        watched.then_some(&*feed_id),
-                    )
-                    .await;
-                // Read once, for the feed and the audit: without the output
-                // when it went out as it came.
-                let read: Option<serde_json::Value> = match &result {
-                    Ok(raw) => serde_json::from_str(raw.get()).ok(),
-                    Err(_) => None,
-                };
-                let whole = read.as_ref().filter(|_| !watched).map(exec_result);
-                let ended = read.as_ref().map(exec_end);
-                let outcome = result.as_ref().map(|_| ended.unwrap_or_default());
-                self.feed
-                    .command_ended(&self.state, &feed_id, outcome, whole.as_ref())?;
-                let outcome = match result {
-                    Ok(_) => AuditOutcome::Ran,
-                    Err(_) => AuditOutcome::Failed,
-                };
-                self.audit.record(&AuditEntry {
-                    exit_code: ended.map(|ended| ended.exit_code),
-                    duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
-                    timed_out: ended.is_some_and(|ended| ended.timed_out),
-                    ..audit::entry(arrived, &command, source, asked_by, outcome, consent)
-                })?;
-                let result = result?;
-                Ok(respond::json(
-                    200,
-                    &ExecResponse {
-                        result,
-                        sandbox_name: name,
-                    },
-                )?)
-            }
-            Asked::Call(Call::Destroy) => {
-                self.feed.close(&self.state, CloseReason::Deleted)?;
-                self.generation.set(None)?;
-                self.clock.forget();
-                self.sandboxd()?.destroy(&name).await?;
-                self.saved.forget()?;
-                self.audit.forget()?;
-                self.state.storage().delete_alarm().await?;
-                Ok(respond::json(
-                    200,
-                    &serde_json::json!({ "destroyed": true }),
-                )?)
-            }
-            Asked::Public(Action::KeptArchive) => self.kept_archive(&room),
-            Asked::Public(Action::Audit) => {
-                let entries = RawValue::from_string(self.audit.to_json()?)
-                    .map_err(|e| ApiError::Internal(e.to_string()))?;
-                Ok(respond::json(200, &entries)?)
-            }
-            Asked::Call(Call::Audit) => {
-                let entry = String::from_utf8(body::read(req).await?)
-                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
-                self.audit.record_json(entry)?;
-                Ok(Response::empty()?)
-            }
-            Asked::Public(Action::Live) => self.join(&req, url, &room, claims.as_ref()).await,
-            Asked::Call(Call::Publish) => {
-                let events = String::from_utf8(body::read(req).await?)
-                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
-                for event in events.lines() {
-                    self.feed.publish(&self.state, event)?;
-                }
-                Ok(Response::empty()?)
-            }
-            Asked::Call(Call::HistoryExpired) => {
-                self.feed.close(&self.state, CloseReason::Expired)?;
-                self.generation.set(None)?;
-                Ok(Response::empty()?)
-            }
-            Asked::Call(Call::Generation) => {
-                let generation = String::from_utf8(body::read(req).await?)
-                    .map_err(|_| ApiError::BadJson("not UTF-8".into()))?;
-                let generation = Some(generation.as_str()).filter(|g| !g.is_empty());
-                self.generation.set(generation)?;
-                self.feed.revoke(&self.state, generation);
-                Ok(Response::empty()?)
-            }
-            Asked::Public(
-                Action::SendMessage
-                | Action::History
-                | Action::Cleanup
-                | Action::Invite
-                | Action::Revoke
-                | Action::Policy
-                | Action::SetPolicy
-                | Action::Approvals
-                | Action::Decide { .. }
-                | Action::Mcp,
-            )
-            | Asked::Call(Call::History | Call::Watching) => Err(ApiError::NotFound),
+        let Served::Sandbox(what) = asked.served else {
+            return Err(ApiError::NotFound);
+        };
+        let (room, claims) = (&asked.room, claims.as_ref());
+        match what {
+            ToSandbox::Exec(source) => self.run(req, room, source, claims, arrived, epoch).await,
+            ToSandbox::KeptArchive => self.kept_archive(room),
+            ToSandbox::Audit => self.audit_entries(),
+            ToSandbox::RecordRefused => self.record_refused(req).await,
+            ToSandbox::Live => self.join(&req, url, room, claims).await,
+            ToSandbox::Publish => self.publish(req).await,
+            ToSandbox::HistoryExpired => self.history_expired(),
+            ToSandbox::Generation => self.set_generation(req).await,
+            ToSandbox::Destroy => self.destroy(room).await,
         }
+    }
+
+    /// A command of `source`, refused (and audited) if its token's role
+    /// may not run one, else run, shown on the feed and audited.
+    async fn run(
+        &self,
+        req: web_sys::Request,
+        room: &str,
+        source: Source,
+        claims: Option<&Claims>,
+        arrived: u64,
+        epoch: u64,
+    ) -> Result<Response, ApiError> {
+        let name = sandbox_name(room);
+        let body = body::read(req).await?;
+        if let Some(claims) = claims.filter(|_| source == Source::Exec) {
+            if let Err(refused) = roles::allow(claims.role, Action::Exec) {
+                let cmd = validate::exec_request(&body).map(|e| e.request.cmd);
+                let asked_by = roles::named(Some(claims), None);
+                let entry = audit::entry(
+                    clock::now_ms(),
+                    &cmd.unwrap_or_default(),
+                    source,
+                    asked_by,
+                    AuditOutcome::Refused,
+                    Consent::default(),
+                );
+                self.audit.record(&entry)?;
+                return Err(refused);
+            }
+        }
+        let exec = validate::exec_request(&body)?;
+        let request = exec.request;
+        let consent = match source {
+            Source::Agent | Source::Mcp => Consent {
+                decided_by: exec.decided_by,
+                rule: exec.rule,
+            },
+            Source::Exec => Consent::default(),
+        };
+        let asked_by = roles::named(claims, exec.user_id);
+        let command = request.cmd.clone();
+        self.touch(room, arrived).await?;
+        // Output streams to the watchers there are; without any, the
+        // log is given it whole at the end.
+        let watched = self.feed.watchers(&self.state) > 0;
+        let feed_id =
+            self.feed
+                .command_started(&self.state, &request.cmd, source, asked_by.as_deref())?;
+        let result = self
+            .exec(
+                room,
+                &name,
+                request,
+                arrived,
+                epoch,
+                watched.then_some(&*feed_id),
+            )
+            .await;
+        // Read once, for the feed and the audit: without the output
+        // when it went out as it came.
+        let read: Option<serde_json::Value> = match &result {
+            Ok(raw) => serde_json::from_str(raw.get()).ok(),
+            Err(_) => None,
+        };
+        let whole = read.as_ref().filter(|_| !watched).map(exec_result);
+        let ended = read.as_ref().map(exec_end);
+        let outcome = result.as_ref().map(|_| ended.unwrap_or_default());
+        self.feed
+            .command_ended(&self.state, &feed_id, outcome, whole.as_ref())?;
+        let outcome = match result {
+            Ok(_) => AuditOutcome::Ran,
+            Err(_) => AuditOutcome::Failed,
+        };
+        self.audit.record(&AuditEntry {
+            exit_code: ended.map(|ended| ended.exit_code),
+            duration_ms: Some(clock::now_ms().saturating_sub(arrived)),
+            timed_out: ended.is_some_and(|ended| ended.timed_out),
+            ..audit::entry(arrived, &command, source, asked_by, outcome, consent)
+        })?;
+        let result = result?;
+        Ok(respond::json(
+            200,
+            &ExecResponse {
+                result,
+                sandbox_name: name,
+            },
+        )?)
+    }
+
+    /// `GET …/audit`: `{"entries": [...]}`, as stored.
+    fn audit_entries(&self) -> Result<Response, ApiError> {
+        let entries = RawValue::from_string(self.audit.to_json()?)
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok(respond::json(200, &entries)?)
+    }
+
+    /// A command the DuetAgent refused, as its audit entry.
+    async fn record_refused(&self, req: web_sys::Request) -> Result<Response, ApiError> {
+        self.audit.record_json(text_of(req).await?)?;
+        Ok(Response::empty()?)
+    }
+
+    /// Events from the DuetAgent, one JSON object a line, for the feed.
+    async fn publish(&self, req: web_sys::Request) -> Result<Response, ApiError> {
+        for event in text_of(req).await?.lines() {
+            self.feed.publish(&self.state, event)?;
+        }
+        Ok(Response::empty()?)
+    }
+
+    /// The room's history expired: the feed closes, and its tokens end.
+    fn history_expired(&self) -> Result<Response, ApiError> {
+        self.feed.close(&self.state, CloseReason::Expired)?;
+        self.generation.set(None)?;
+        Ok(Response::empty()?)
+    }
+
+    /// The room's token generation, new or none: the sockets of the
+    /// others' tokens close.
+    async fn set_generation(&self, req: web_sys::Request) -> Result<Response, ApiError> {
+        let generation = text_of(req).await?;
+        let generation = Some(generation.as_str()).filter(|g| !g.is_empty());
+        self.generation.set(generation)?;
+        self.feed.revoke(&self.state, generation);
+        Ok(Response::empty()?)
+    }
+
+    /// The room is cleaned up: its feed, shell, files and audit go.
+    async fn destroy(&self, room: &str) -> Result<Response, ApiError> {
+        self.feed.close(&self.state, CloseReason::Deleted)?;
+        self.generation.set(None)?;
+        self.clock.forget();
+        self.sandboxd()?.destroy(&sandbox_name(room)).await?;
+        self.saved.forget()?;
+        self.audit.forget()?;
+        self.state.storage().delete_alarm().await?;
+        Ok(respond::json(
+            200,
+            &serde_json::json!({ "destroyed": true }),
+        )?)
     }
 
     /// Accepts a watcher of the room's live feed with what its token grants:
@@ -747,4 +757,9 @@ fn with_note(
     let mut result = exec_result(&serde_json::from_str(result.get()).map_err(internal)?);
     result.stderr.insert_str(0, &format!("{note}\n"));
     serde_json::value::to_raw_value(&result).map_err(internal)
+}
+
+/// A call's body as text.
+async fn text_of(req: web_sys::Request) -> Result<String, ApiError> {
+    String::from_utf8(body::read(req).await?).map_err(|_| ApiError::BadJson("not UTF-8".into()))
 }

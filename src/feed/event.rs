@@ -123,36 +123,95 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("events serialize")
+    /// Its `type`, as the log files it (and serde writes it, first).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Hello { .. } => "hello",
+            Self::Gap { .. } => "gap",
+            Self::Presence { .. } => "presence",
+            Self::Heartbeat => "heartbeat",
+            Self::Message { .. } => "message",
+            Self::Delta { .. } => "delta",
+            Self::Failed { .. } => "failed",
+            Self::Command { .. } => "command",
+            Self::Output { .. } => "output",
+            Self::CommandEnd { .. } => "command_end",
+            Self::Approval { .. } => "approval",
+            Self::Decided { .. } => "decided",
+            Self::Policy { .. } => "policy",
+            Self::Closed { .. } => "closed",
+        }
+    }
+
+    /// Written once, as the log keeps it and the sockets get it.
+    pub fn written(&self) -> Written {
+        Written {
+            kind: self.kind(),
+            json: serde_json::to_string(self).expect("events serialize"),
+        }
     }
 }
 
-/// The frame of an event (a JSON object) numbered `seq`.
-pub fn frame(event: &str, seq: u64) -> String {
-    format!("{{\"seq\":{seq},{}", &event[1..])
+/// An event written: its kind, and its JSON object (`type` first). The
+/// DuetAgent sends its events to the Sandbox object so, a line each
+/// ([`Written::line`]), and the kind is never read back out of the JSON.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Written {
+    pub kind: &'static str,
+    pub json: String,
+}
+
+/// The kinds of the events the DuetAgent publishes, so that a line of
+/// another names none.
+const PUBLISHED: [&str; 6] = [
+    "message", "delta", "failed", "approval", "decided", "policy",
+];
+
+impl Written {
+    /// One line of a publish call: the kind, a space, the JSON (which has
+    /// no raw newline).
+    pub fn line(&self) -> String {
+        format!("{} {}", self.kind, self.json)
+    }
+
+    /// A line of a publish call; `None` for one that is not.
+    pub fn read(line: &str) -> Option<Self> {
+        let (kind, json) = line.split_once(' ')?;
+        let kind = PUBLISHED.into_iter().find(|known| *known == kind)?;
+        Some(Self {
+            kind,
+            json: json.to_owned(),
+        })
+    }
+}
+
+/// An event numbered for the watchers: its `seq`, and the text a socket
+/// is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub seq: u64,
+    pub text: String,
+}
+
+/// The frame of an event (its JSON object) numbered `seq`.
+pub fn frame(event: &str, seq: u64) -> Frame {
+    Frame {
+        seq,
+        text: format!("{{\"seq\":{seq},{}", &event[1..]),
+    }
 }
 
 /// The frame of a `hello` numbered `seq`, its `recent` the frames given,
 /// spliced in as the log keeps them: parsing them only to write them again
 /// would cost time and the upload code.
-pub fn hello_frame(hello: &Event<'_>, seq: u64, recent: &[String]) -> String {
-    let frame = frame(&hello.to_json(), seq);
-    let open = &frame[..frame.len() - 1];
-    format!("{open},\"recent\":[{}]}}", recent.join(","))
-}
-
-/// The number a [`frame`] carries.
-pub fn seq_of(frame: &str) -> u64 {
-    let digits = frame.strip_prefix("{\"seq\":").unwrap_or_default();
-    let end = digits.find(',').unwrap_or_default();
-    digits[..end].parse().unwrap_or_default()
-}
-
-/// The `type` of an event, as [`Event::to_json`] writes it (first).
-pub fn kind_of(event: &str) -> Option<&str> {
-    let rest = event.strip_prefix("{\"type\":\"")?;
-    Some(&rest[..rest.find('"')?])
+pub fn hello_frame(hello: &Event<'_>, seq: u64, recent: &[Frame]) -> Frame {
+    let frame = frame(&hello.written().json, seq);
+    let open = &frame.text[..frame.text.len() - 1];
+    let recent: Vec<&str> = recent.iter().map(|frame| frame.text.as_str()).collect();
+    Frame {
+        seq,
+        text: format!("{open},\"recent\":[{}]}}", recent.join(",")),
+    }
 }
 
 /// The number a watcher resumes after, from the feed URL's `since`;
@@ -249,7 +308,7 @@ mod tests {
             timed_out: true,
         };
         assert_eq!(
-            frame(&e.to_json(), 7),
+            frame(&e.written().json, 7).text,
             r#"{"seq":7,"type":"command_end","id":"c1","exitCode":2,"truncated":false,"timedOut":true}"#
         );
         let m = Message {
@@ -259,7 +318,7 @@ mod tests {
             ts: 5,
         };
         assert_eq!(
-            frame(&Event::Message { message: &m }.to_json(), 1),
+            frame(&Event::Message { message: &m }.written().json, 1).text,
             r#"{"seq":1,"type":"message","message":{"role":"user","userId":"ana","text":"hi","ts":5}}"#
         );
         let delta = Event::Delta {
@@ -268,7 +327,7 @@ mod tests {
             text: "Let me",
         };
         assert_eq!(
-            frame(&delta.to_json(), 4),
+            frame(&delta.written().json, 4).text,
             r#"{"seq":4,"type":"delta","exchange":"x1","round":2,"text":"Let me"}"#
         );
         let output = Event::Output {
@@ -277,21 +336,60 @@ mod tests {
             data: "1\n",
         };
         assert_eq!(
-            frame(&output.to_json(), 2),
+            frame(&output.written().json, 2).text,
             r#"{"seq":2,"type":"output","id":"c1","stream":"stdout","data":"1\n"}"#
         );
     }
 
     #[test]
-    fn a_frame_tells_its_number_and_an_event_its_type() {
-        let event = Event::Heartbeat.to_json();
-        assert_eq!(event, r#"{"type":"heartbeat"}"#);
-        assert_eq!(kind_of(&event), Some("heartbeat"));
-        assert_eq!(seq_of(&frame(&event, 1234)), 1234);
-        assert_eq!(kind_of(r#"{"seq":1,"type":"x"}"#), None);
-        assert_eq!(seq_of(r#"{"type":"x"}"#), 0);
-        let gap = Event::Gap { since: 9 }.to_json();
-        assert_eq!(frame(&gap, 20), r#"{"seq":20,"type":"gap","since":9}"#);
+    fn an_event_names_its_kind_as_serde_writes_its_type() {
+        let m = Message {
+            role: Role::Agent,
+            user_id: None,
+            text: "hi".into(),
+            ts: 1,
+        };
+        let events = [
+            Event::Heartbeat,
+            Event::Gap { since: 9 },
+            Event::Message { message: &m },
+            Event::Failed { error: "no" },
+            Event::CommandEnd {
+                id: "c1",
+                exit_code: 0,
+                truncated: false,
+                timed_out: false,
+            },
+            Event::Closed {
+                reason: CloseReason::Deleted,
+            },
+        ];
+        for event in events {
+            let written = event.written();
+            let json: serde_json::Value = serde_json::from_str(&written.json).unwrap();
+            assert_eq!(json["type"], written.kind);
+            assert!(written
+                .json
+                .starts_with(&format!(r#"{{"type":"{}""#, written.kind)));
+        }
+        let gap = Event::Gap { since: 9 }.written().json;
+        assert_eq!(frame(&gap, 20).text, r#"{"seq":20,"type":"gap","since":9}"#);
+        assert_eq!(frame(&gap, 20).seq, 20);
+    }
+
+    #[test]
+    fn a_published_line_reads_back_as_written_and_only_then() {
+        let m = Message {
+            role: Role::User,
+            user_id: None,
+            text: "a b\nc".into(),
+            ts: 1,
+        };
+        let written = Event::Message { message: &m }.written();
+        assert_eq!(Written::read(&written.line()), Some(written));
+        for line in ["", "message", "hello {}", "closed {}", "x {}"] {
+            assert_eq!(Written::read(line), None, "{line}");
+        }
     }
 
     #[test]
@@ -304,13 +402,17 @@ mod tests {
             name: None,
             invites: false,
         };
-        let recent = [r#"{"seq":3,"type":"command","id":"c1","cmd":"ls","source":"exec"}"#.into()];
+        let recent = [Frame {
+            seq: 3,
+            text: r#"{"seq":3,"type":"command","id":"c1","cmd":"ls","source":"exec"}"#.into(),
+        }];
         let frame = hello_frame(&hello, 4, &recent);
         assert_eq!(
-            frame,
+            frame.text,
             r#"{"seq":4,"type":"hello","room":"r","resumed":false,"history":[],"role":"watcher","invites":false,"recent":[{"seq":3,"type":"command","id":"c1","cmd":"ls","source":"exec"}]}"#
         );
-        let parsed: serde_json::Value = serde_json::from_str(&hello_frame(&hello, 0, &[])).unwrap();
+        let parsed: serde_json::Value =
+            serde_json::from_str(&hello_frame(&hello, 0, &[]).text).unwrap();
         assert_eq!(parsed["recent"], serde_json::json!([]));
     }
 
@@ -339,13 +441,16 @@ mod tests {
             reason: CloseReason::Deleted,
         };
         assert_eq!(
-            frame(&closed.to_json(), 3),
+            frame(&closed.written().json, 3).text,
             r#"{"seq":3,"type":"closed","reason":"deleted"}"#
         );
         let expired = Event::Closed {
             reason: CloseReason::Expired,
         };
-        assert_eq!(expired.to_json(), r#"{"type":"closed","reason":"expired"}"#);
+        assert_eq!(
+            expired.written().json,
+            r#"{"type":"closed","reason":"expired"}"#
+        );
     }
 
     #[test]

@@ -34,7 +34,6 @@
 //! so is the log (its numbers are never given again).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
 use std::time::Duration;
@@ -44,6 +43,7 @@ use futures_util::future::{select, Either};
 use worker::worker_sys::ext::WebSocketExt;
 use worker::{web_sys, Delay, Env, SqlStorage, State, WebSocket, WebSocketPair};
 
+use super::event::{Frame, Written};
 use super::log::{FeedLog, Resume};
 use crate::access::token::Claims;
 use crate::api::limits::{
@@ -97,22 +97,10 @@ impl Counters {
     }
 }
 
-/// A watcher's counters; one not known yet (a new one, or any after an
-/// eviction) is taken to have seen and shown everything up to `seq`.
-fn counters<'a>(
-    watchers: &'a mut HashMap<String, Counters>,
-    id: &str,
-    seq: u64,
-) -> &'a mut Counters {
-    watchers
-        .entry(id.to_owned())
-        .or_insert_with(|| Counters::at(seq))
-}
-
 /// How a watcher joins.
 pub enum Joining<'a> {
     /// It saw every event up to `since`, and missed these frames.
-    Resumed { since: u64, missed: Vec<String> },
+    Resumed { since: u64, missed: Vec<Frame> },
     /// It starts afresh from the history, as read when `upto` was the
     /// newest event; `gap` is the number it asked to resume from, when it
     /// could not.
@@ -234,9 +222,56 @@ impl Tags {
     }
 }
 
+/// A watcher as this instance of the object knows it: its socket and its
+/// tags, read once, and where it is (`None` until something is sent to it
+/// or heard from it).
+struct Watcher {
+    ws: WebSocket,
+    tags: Tags,
+    counters: Option<Counters>,
+}
+
+impl Watcher {
+    /// Its counters; one not known yet (a new one, or any after an
+    /// eviction) is taken to have seen and shown everything up to `seq`.
+    fn counters(&mut self, seq: u64) -> &mut Counters {
+        self.counters.get_or_insert_with(|| Counters::at(seq))
+    }
+
+    /// Sends it a frame; `false` when it is let go: too far behind (its
+    /// socket is closed), or its socket is gone.
+    fn send(&mut self, frame: &Frame) -> bool {
+        // After an eviction, a watcher starts again from this frame.
+        let counters = self.counters(frame.seq.saturating_sub(1));
+        if counters.sent.saturating_sub(counters.acked) >= MAX_UNACKED_EVENTS {
+            let _ = self
+                .ws
+                .close(Some(TOO_SLOW), Some("too slow: acknowledge what you show"));
+            return false;
+        }
+        counters.sent = counters.sent.max(frame.seq);
+        self.ws.send_with_str(&frame.text).is_ok()
+    }
+
+    /// Sends it its last event, `closed` for `reason` (numbered `seq`), and
+    /// closes its socket.
+    fn end(&mut self, reason: CloseReason, seq: u64) {
+        self.send(&event::frame(&Event::Closed { reason }.written().json, seq));
+        let (code, why) = match reason {
+            CloseReason::Deleted => (ROOM_CLOSED, "the room was deleted"),
+            CloseReason::Expired => (ROOM_CLOSED, "the room expired"),
+            CloseReason::Revoked => (TOKEN_ENDED, "the token was revoked"),
+            CloseReason::TokenExpired => (TOKEN_ENDED, "the token expired"),
+        };
+        let _ = self.ws.close(Some(code), Some(why));
+    }
+}
+
 pub struct Feed {
-    /// By watcher id (each socket's tag).
-    watchers: RefCell<HashMap<String, Counters>>,
+    /// The watchers, read from the sockets' tags once per instance: the
+    /// sockets outlive an eviction, this list does not (`None`: not read
+    /// yet).
+    watchers: RefCell<Option<Vec<Watcher>>>,
     log: FeedLog,
     heartbeat_ms: u64,
     /// When a frame last went to the watchers.
@@ -259,9 +294,30 @@ impl Feed {
         })
     }
 
+    /// Runs `f` on the watchers, read from the sockets first if this
+    /// instance has not yet.
+    fn with_watchers<R>(&self, state: &State, f: impl FnOnce(&mut Vec<Watcher>) -> R) -> R {
+        let mut watchers = self.watchers.borrow_mut();
+        let watchers = watchers.get_or_insert_with(|| {
+            state
+                .get_websockets()
+                .into_iter()
+                .filter_map(|ws| {
+                    let tags = Tags::of(state, &ws)?;
+                    Some(Watcher {
+                        ws,
+                        tags,
+                        counters: None,
+                    })
+                })
+                .collect()
+        });
+        f(watchers)
+    }
+
     /// How many watchers are connected.
     pub fn watchers(&self, state: &State) -> usize {
-        state.get_websockets().len()
+        self.with_watchers(state, |watchers| watchers.len())
     }
 
     /// The number of the newest event published.
@@ -271,7 +327,7 @@ impl Feed {
 
     /// What a watcher that saw every event up to `since` missed; `None`
     /// when that is gone, and it must start afresh.
-    pub fn missed(&self, since: u64) -> Result<Option<Vec<String>>, ApiError> {
+    pub fn missed(&self, since: u64) -> Result<Option<Vec<Frame>>, ApiError> {
         Ok(match self.log.since(since)? {
             Resume::Missed(frames) => Some(frames),
             Resume::Gap => None,
@@ -290,6 +346,7 @@ impl Feed {
         claims: Option<&Claims>,
         invites: bool,
     ) -> Result<WebSocket, ApiError> {
+        // Read before the new socket is accepted, which then joins the list.
         let watchers = self.watchers(state);
         if watchers >= MAX_WATCHERS {
             return Err(ApiError::TooManyWatchers(watchers));
@@ -319,16 +376,6 @@ impl Feed {
                 )
             }
         };
-        // What is replayed counts as shown: the log bounds it.
-        let last = self.last()?;
-        *counters(&mut self.watchers.borrow_mut(), &id, last) = Counters::at(last);
-        if let Some(since) = gap {
-            self.send(
-                &pair.server,
-                &id,
-                &event::frame(&Event::Gap { since }.to_json(), seen),
-            );
-        }
         let hello = Event::Hello {
             room,
             resumed,
@@ -337,79 +384,73 @@ impl Feed {
             name: name.as_deref(),
             invites,
         };
-        self.send(
-            &pair.server,
-            &id,
-            &event::hello_frame(&hello, seen, &recent),
-        );
-        for frame in &missed {
-            self.send(&pair.server, &id, frame);
+        // What is replayed counts as shown: the log bounds it.
+        let last = self.last()?;
+        let mut watcher = Watcher {
+            ws: pair.server,
+            tags: Tags {
+                id,
+                room: room.to_owned(),
+                grant,
+            },
+            counters: Some(Counters::at(last)),
+        };
+        let gap = gap.map(|since| event::frame(&Event::Gap { since }.written().json, seen));
+        let hello = event::hello_frame(&hello, seen, &recent);
+        let mut sent = gap.iter().chain([&hello]).chain(&missed);
+        if sent.all(|frame| watcher.send(frame)) {
+            self.with_watchers(state, |watchers| watchers.push(watcher));
         }
+        self.last_sent_at.set(clock::now_ms());
         self.presence(state, None);
         Ok(pair.client)
     }
 
     /// The frames published after `upto`, but for the messages `history`
     /// already holds (read while they came).
-    fn published_after(&self, upto: u64, history: &[Message]) -> Result<Vec<String>, ApiError> {
+    fn published_after(&self, upto: u64, history: &[Message]) -> Result<Vec<Frame>, ApiError> {
         let Some(frames) = self.missed(upto)? else {
             return Ok(vec![]);
         };
         let held: Vec<String> = history
             .iter()
-            .map(|message| Event::Message { message }.to_json())
+            .map(|message| Event::Message { message }.written().json)
             .collect();
         Ok(frames
             .into_iter()
-            .filter(|frame| !held.iter().any(|event| frame.ends_with(&event[1..])))
+            .filter(|frame| !held.iter().any(|event| frame.text.ends_with(&event[1..])))
             .collect())
     }
 
-    /// Logs an event (JSON, as [`Event::to_json`] writes it) and sends it
-    /// to every watcher; one whose token has expired gets its end instead.
-    pub fn publish(&self, state: &State, event: &str) -> Result<(), ApiError> {
-        let (_, frame) = self.log.append(event)?;
+    /// Logs an event and sends it to every watcher; one whose token has
+    /// expired gets its end instead.
+    pub fn publish(&self, state: &State, event: &Written) -> Result<(), ApiError> {
+        let frame = self.log.append(event)?;
         self.broadcast(state, &frame);
         Ok(())
     }
 
     /// Sends a frame to every watcher; one whose token has expired gets its
-    /// end instead.
-    fn broadcast(&self, state: &State, frame: &str) {
+    /// end instead, and one let go leaves the list.
+    fn broadcast(&self, state: &State, frame: &Frame) {
         let now = clock::now_ms();
-        for ws in state.get_websockets() {
-            let Some(tags) = Tags::of(state, &ws) else {
-                continue;
-            };
-            match tags.grant.expired(now) {
-                true => self.end(&ws, &tags.id, CloseReason::TokenExpired),
-                false => self.send(&ws, &tags.id, frame),
-            }
-        }
+        self.with_watchers(state, |watchers| {
+            watchers.retain_mut(|watcher| match watcher.tags.grant.expired(now) {
+                true => {
+                    watcher.end(CloseReason::TokenExpired, frame.seq);
+                    false
+                }
+                false => watcher.send(frame),
+            })
+        });
+        self.last_sent_at.set(now);
     }
 
     /// Sends every watcher a frame of its own, outside the log: it carries
     /// the number of the newest event, which every watcher has been sent.
     fn tell(&self, state: &State, event: &Event<'_>) {
         let seq = self.log.last().unwrap_or_default();
-        self.broadcast(state, &event::frame(&event.to_json(), seq));
-    }
-
-    fn send(&self, ws: &WebSocket, id: &str, frame: &str) {
-        let seq = event::seq_of(frame);
-        let mut watchers = self.watchers.borrow_mut();
-        // After an eviction, a watcher starts again from this frame.
-        let counters = counters(&mut watchers, id, seq.saturating_sub(1));
-        if counters.sent.saturating_sub(counters.acked) >= MAX_UNACKED_EVENTS {
-            watchers.remove(id);
-            let _ = ws.close(Some(TOO_SLOW), Some("too slow: acknowledge what you show"));
-            return;
-        }
-        counters.sent = counters.sent.max(seq);
-        self.last_sent_at.set(clock::now_ms());
-        if ws.send_with_str(frame).is_err() {
-            watchers.remove(id);
-        }
+        self.broadcast(state, &event::frame(&event.written().json, seq));
     }
 
     /// Runs `work` (a command the watchers see), sending them a heartbeat
@@ -435,80 +476,56 @@ impl Feed {
             return;
         }
         let seq = self.log.last().unwrap_or_default();
-        let frame = event::frame(&Event::Heartbeat.to_json(), seq);
-        for ws in state.get_websockets() {
-            let Some(tags) = Tags::of(state, &ws) else {
-                continue;
-            };
-            let asked_at = *counters(&mut self.watchers.borrow_mut(), &tags.id, seq)
-                .asked_at
-                .get_or_insert(now);
-            if now.saturating_sub(asked_at) >= 2 * self.heartbeat_ms {
-                self.watchers.borrow_mut().remove(&tags.id);
-                let _ = ws.close(
-                    Some(NOT_ANSWERING),
-                    Some("stopped answering: ack the heartbeats"),
-                );
-                continue;
-            }
-            self.send(&ws, &tags.id, &frame);
-        }
-    }
-
-    /// Sends a socket its last event, `closed` for `reason`, and closes it.
-    fn end(&self, ws: &WebSocket, id: &str, reason: CloseReason) {
-        let seq = self.log.last().unwrap_or_default();
-        self.send(
-            ws,
-            id,
-            &event::frame(&Event::Closed { reason }.to_json(), seq),
-        );
-        let (code, why) = match reason {
-            CloseReason::Deleted => (ROOM_CLOSED, "the room was deleted"),
-            CloseReason::Expired => (ROOM_CLOSED, "the room expired"),
-            CloseReason::Revoked => (TOKEN_ENDED, "the token was revoked"),
-            CloseReason::TokenExpired => (TOKEN_ENDED, "the token expired"),
-        };
-        let _ = ws.close(Some(code), Some(why));
-        self.watchers.borrow_mut().remove(id);
+        let frame = event::frame(&Event::Heartbeat.written().json, seq);
+        let heartbeat_ms = self.heartbeat_ms;
+        self.with_watchers(state, |watchers| {
+            watchers.retain_mut(|watcher| {
+                let asked_at = *watcher.counters(seq).asked_at.get_or_insert(now);
+                if now.saturating_sub(asked_at) >= 2 * heartbeat_ms {
+                    let _ = watcher.ws.close(
+                        Some(NOT_ANSWERING),
+                        Some("stopped answering: ack the heartbeats"),
+                    );
+                    return false;
+                }
+                watcher.send(&frame)
+            })
+        });
+        self.last_sent_at.set(now);
     }
 
     /// Tells everyone who is on the feed; `leaving` is no longer.
-    fn presence(&self, state: &State, leaving: Option<&WebSocket>) {
-        let sockets = state.get_websockets();
-        let present: Vec<Present> = sockets
-            .iter()
-            .filter(|ws| leaving.is_none_or(|leaving| leaving.as_ref() != ws.as_ref()))
-            .filter(|ws| ws.as_ref().ready_state() == web_sys::WebSocket::OPEN)
-            .filter_map(|ws| {
-                let role = Tags::of(state, ws)?.grant.role;
-                Some(Present {
-                    role,
-                    name: Shown::of(ws).name,
+    fn presence(&self, state: &State, leaving: Option<&str>) {
+        let present: Vec<Present> = self.with_watchers(state, |watchers| {
+            watchers
+                .iter()
+                .filter(|watcher| Some(watcher.tags.id.as_str()) != leaving)
+                .filter(|watcher| watcher.ws.as_ref().ready_state() == web_sys::WebSocket::OPEN)
+                .map(|watcher| Present {
+                    role: watcher.tags.grant.role,
+                    name: Shown::of(&watcher.ws).name,
                 })
-            })
-            .collect();
+                .collect()
+        });
         self.tell(state, &Event::Presence { watchers: &present });
     }
 
     /// The room's token generation is now `generation`: the sockets of
     /// every other generation's tokens end.
     pub fn revoke(&self, state: &State, generation: Option<&str>) {
-        let mut ended = false;
-        for ws in state.get_websockets() {
-            let Some(tags) = Tags::of(state, &ws) else {
-                continue;
-            };
-            if tags
-                .grant
-                .generation
-                .as_deref()
-                .is_some_and(|g| Some(g) != generation)
-            {
-                self.end(&ws, &tags.id, CloseReason::Revoked);
-                ended = true;
-            }
-        }
+        let seq = self.log.last().unwrap_or_default();
+        let ended = self.with_watchers(state, |watchers| {
+            let before = watchers.len();
+            watchers.retain_mut(|watcher| {
+                let other = watcher.tags.grant.generation.as_deref();
+                let revoked = other.is_some_and(|g| Some(g) != generation);
+                if revoked {
+                    watcher.end(CloseReason::Revoked, seq);
+                }
+                !revoked
+            });
+            watchers.len() < before
+        });
         if ended {
             self.presence(state, None);
         }
@@ -529,7 +546,7 @@ impl Feed {
             source,
             asked_by,
         };
-        self.publish(state, &started.to_json())?;
+        self.publish(state, &started.written())?;
         Ok(id)
     }
 
@@ -542,7 +559,7 @@ impl Feed {
         stream: &str,
         data: &str,
     ) -> Result<(), ApiError> {
-        self.publish(state, &Event::Output { id, stream, data }.to_json())
+        self.publish(state, &Event::Output { id, stream, data }.written())
     }
 
     /// Tells the watchers how a command ended, or why it could not run.
@@ -581,18 +598,19 @@ impl Feed {
             truncated: ended.truncated,
             timed_out: ended.timed_out,
         };
-        self.publish(state, &end.to_json())
+        self.publish(state, &end.written())
     }
 
     /// Tells every watcher the room was deleted or expired, closes its
     /// socket, and forgets the log.
     pub fn close(&self, state: &State, reason: CloseReason) -> Result<(), ApiError> {
-        for ws in state.get_websockets() {
-            if let Some(tags) = Tags::of(state, &ws) {
-                self.end(&ws, &tags.id, reason);
+        let seq = self.log.last().unwrap_or_default();
+        self.with_watchers(state, |watchers| {
+            for watcher in watchers.iter_mut() {
+                watcher.end(reason, seq);
             }
-        }
-        self.watchers.borrow_mut().clear();
+            watchers.clear();
+        });
         Ok(self.log.forget()?)
     }
 
@@ -617,12 +635,13 @@ impl Feed {
             return;
         }
         match frame {
-            FromWatcher::Ack { seq } => {
-                let mut watchers = self.watchers.borrow_mut();
-                let counters = watchers.entry(tags.id).or_insert_with(|| Counters::at(seq));
-                counters.acked = counters.acked.max(seq.min(counters.sent));
-                counters.asked_at = None;
-            }
+            FromWatcher::Ack { seq } => self.with_watchers(state, |watchers| {
+                if let Some(watcher) = watchers.iter_mut().find(|w| w.tags.id == tags.id) {
+                    let counters = watcher.counters(seq);
+                    counters.acked = counters.acked.max(seq.min(counters.sent));
+                    counters.asked_at = None;
+                }
+            }),
             FromWatcher::Ping => {
                 let _ = ws.send_with_str(PONG);
             }
@@ -647,8 +666,8 @@ impl Feed {
     /// answered.
     pub fn closed(&self, state: &State, ws: &WebSocket) -> Option<String> {
         let tags = Tags::of(state, ws)?;
-        self.watchers.borrow_mut().remove(&tags.id);
-        self.presence(state, Some(ws));
+        self.with_watchers(state, |watchers| watchers.retain(|w| w.tags.id != tags.id));
+        self.presence(state, Some(&tags.id));
         Some(tags.room)
     }
 }

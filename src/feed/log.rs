@@ -22,8 +22,8 @@ use std::cell::Cell;
 
 use worker::{SqlStorage, SqlStorageValue};
 
+use super::event::{self, Frame, Written};
 use crate::api::limits::{FEED_LOG_BYTES, FEED_LOG_EVENTS, RECENT_TERMINAL_BYTES};
-use crate::feed::event;
 use crate::runtime::sql;
 
 /// How many events and bytes the log holds.
@@ -45,7 +45,7 @@ pub struct FeedLog {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Resume {
     /// Exactly the frames it missed, oldest first.
-    Missed(Vec<String>),
+    Missed(Vec<Frame>),
     /// What it missed is gone (trimmed), or its number is not of this log.
     Gap,
 }
@@ -68,15 +68,14 @@ impl FeedLog {
         })
     }
 
-    /// Appends an event (a JSON object, its `type` first, as
-    /// `api::event::Event` writes them), forgetting the oldest beyond the
+    /// Appends an event as written, forgetting the oldest beyond the
     /// bounds; answers its frame, the event with its number.
-    pub fn append(&self, event: &str) -> worker::Result<(u64, String)> {
-        let kind = event::kind_of(event).unwrap_or_default();
+    pub fn append(&self, event: &Written) -> worker::Result<Frame> {
+        let Written { kind, json: event } = event;
         let mut tally = self.tally()?;
         let row = sql::value(self.sql.exec(
             "INSERT INTO feed_log (kind, event) VALUES (?, ?) RETURNING seq",
-            vec![kind.into(), event.into()],
+            vec![(*kind).into(), event.as_str().into()],
         )?)?;
         let seq = row.as_ref().and_then(sql::number).unwrap_or_default();
         self.last.set(Some(seq));
@@ -86,7 +85,7 @@ impl FeedLog {
         if tally.events > self.max_events || tally.bytes > FEED_LOG_BYTES {
             self.trim(tally)?;
         }
-        Ok((seq, event::frame(event, seq)))
+        Ok(event::frame(event, seq))
     }
 
     /// The number of the newest event ever logged in this room; 0 before
@@ -112,9 +111,9 @@ impl FeedLog {
         }
         let frames = self.frames("seq > ?", vec![int(since)])?;
         // Without holes, the first kept must be the first missed.
-        let complete = since == last || frames.first().is_some_and(|(seq, _)| *seq == since + 1);
+        let complete = since == last || frames.first().is_some_and(|frame| frame.seq == since + 1);
         Ok(match complete {
-            true => Resume::Missed(frames.into_iter().map(|(_, frame)| frame).collect()),
+            true => Resume::Missed(frames),
             false => Resume::Gap,
         })
     }
@@ -124,7 +123,7 @@ impl FeedLog {
     /// past (whole events, newest first up to [`RECENT_TERMINAL_BYTES`],
     /// beginning at a command where it can), and the deltas of an answer
     /// still being written (those after the last message or failure).
-    pub fn recent(&self, upto: u64) -> worker::Result<Vec<String>> {
+    pub fn recent(&self, upto: u64) -> worker::Result<Vec<Frame>> {
         let rows = self.sql.exec(
             "SELECT seq, kind, event FROM feed_log
              WHERE seq <= ? AND (kind IN ('command', 'output', 'command_end')
@@ -178,11 +177,7 @@ impl FeedLog {
 
     /// The frames of the rows that match `filter`, oldest first, with
     /// their numbers.
-    fn frames(
-        &self,
-        filter: &str,
-        bindings: Vec<SqlStorageValue>,
-    ) -> worker::Result<Vec<(u64, String)>> {
+    fn frames(&self, filter: &str, bindings: Vec<SqlStorageValue>) -> worker::Result<Vec<Frame>> {
         let rows = self.sql.exec(
             &format!("SELECT seq, event FROM feed_log WHERE {filter} ORDER BY seq"),
             bindings,
@@ -194,7 +189,7 @@ impl FeedLog {
                 row.first().and_then(sql::number),
                 row.get(1).and_then(sql::text),
             ) {
-                frames.push((seq, event::frame(&event, seq)));
+                frames.push(event::frame(&event, seq));
             }
         }
         Ok(frames)

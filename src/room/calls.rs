@@ -337,8 +337,7 @@ impl SandboxObject {
     /// Sends events, in order, to the room's live feed and its log. A feed
     /// that cannot be reached costs the caller nothing but the events.
     pub async fn publish(&self, events: &[Event<'_>]) {
-        // One JSON object a line: JSON text has no raw newline.
-        let lines: Vec<String> = events.iter().map(Event::to_json).collect();
+        let lines: Vec<String> = events.iter().map(|event| event.written().line()).collect();
         let _ = send(
             &self.stub,
             &self.room,

@@ -70,7 +70,7 @@ use crate::api::wire::{
 use crate::api::{validate, ApiError};
 use crate::approvals::audit::Consent;
 use crate::approvals::audit::{self, Audit};
-use crate::feed::event::{self, CloseReason};
+use crate::feed::event::{self, CloseReason, Written};
 use crate::feed::fanout::{Feed, Joining};
 use crate::room::calls::AgentObject;
 use crate::room::calls::{self, Served, ToSandbox};
@@ -359,10 +359,12 @@ impl Sandbox {
         Ok(Response::empty()?)
     }
 
-    /// Events from the DuetAgent, one JSON object a line, for the feed.
+    /// Events from the DuetAgent, a line each, for the feed.
     async fn publish(&self, req: web_sys::Request) -> Result<Response, ApiError> {
-        for event in text_of(req).await?.lines() {
-            self.feed.publish(&self.state, event)?;
+        for line in text_of(req).await?.lines() {
+            let event = Written::read(line)
+                .ok_or_else(|| ApiError::Internal(format!("not an event: {line:.40}")))?;
+            self.feed.publish(&self.state, &event)?;
         }
         Ok(Response::empty()?)
     }

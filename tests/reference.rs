@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use duet_cf_worker::ai::messages::DEFINITIONS;
-use duet_cf_worker::ai::stream::MAX_STREAM_BYTES;
+use duet_cf_worker::ai::sse::MAX_STREAM_BYTES;
 use duet_cf_worker::api::limits::*;
 use duet_cf_worker::api::wire::RUN_COMMAND;
 use duet_cf_worker::exchange::budget::{MIN_COMMAND_MS, MIN_MODEL_CALL_MS};
@@ -20,8 +20,8 @@ const LIMITS: &str = include_str!("../src/api/limits.rs");
 const ELSEWHERE: [&str; 3] = ["MIN_COMMAND_MS", "MIN_MODEL_CALL_MS", "MAX_STREAM_BYTES"];
 
 /// Every limit of `src/api/limits.rs`, by name, and the least times worth
-/// giving a model call and a command (`chat::budget`) and the bound of a
-/// streamed answer (`ai::stream`), which the reference keeps among its
+/// giving a model call and a command (`exchange::budget`) and the bound of a
+/// streamed answer (`ai::sse`), which the reference keeps among its
 /// limits.
 fn rust_limits() -> BTreeMap<&'static str, u64> {
     macro_rules! by_name {

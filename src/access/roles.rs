@@ -8,7 +8,7 @@
 //!
 //! How a deployment admits anyone at all is its [`Mode`]: in token mode
 //! every `/api/` request carries the service token (`DUET_API_TOKEN`, an
-//! owner in every room) or a room token (`api::token`); in open mode, which
+//! owner in every room) or a room token (`access::token`); in open mode, which
 //! must be chosen by name, everyone is an owner everywhere.
 
 use super::token::Claims;

@@ -5,8 +5,8 @@
 //! HMAC-SHA256 of `duet1.<payload>` under the worker's key, both in unpadded
 //! base64url. The front door checks the mac and the claims (room, expiry,
 //! role) without a Durable Object; the generation, which revoking changes,
-//! is checked by the room's object a request reaches (`room::access`).
-//! Signing is the runtime's (`runtime::signing`); this module only splits
+//! is checked by the room's object a request reaches (`access::generation`).
+//! Signing is `access::signing`'s; this module only splits
 //! and joins.
 
 use serde::Serialize;

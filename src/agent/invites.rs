@@ -1,5 +1,5 @@
-//! A room's invites: the DuetAgent makes its room tokens (`api::token`) and
-//! owns the generation they carry (`room::access`). The first invite starts
+//! A room's invites: the DuetAgent makes its room tokens (`access::token`) and
+//! owns the generation they carry (`access::generation`). The first invite starts
 //! the room's generation; revoking starts another, which the Sandbox object
 //! learns first, closing the live sockets of the old one's tokens, so a
 //! revoked token works nowhere once the answer is out.

@@ -15,7 +15,7 @@
 //!
 //! Every answer is asked to stream (`stream: true`). The OpenAI-style
 //! families are the ones whose catalog entries list function calling in the
-//! OpenAI shape; they are offered the agent's tool (`chat::tools`), unless
+//! OpenAI shape; they are offered the agent's tool (`exchange::tools`), unless
 //! `AI_TOOLS` says otherwise. The rest ask through `<run>` tags.
 
 use serde::Serialize;

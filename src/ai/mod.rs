@@ -6,7 +6,7 @@
 //!   missing or is the local stand-in that `wrangler dev --local` gives, which
 //!   only throws "needs to be run remotely".
 //!
-//! Either way the answer streams ([`stream`]), the whole call, stream
+//! Either way the answer streams ([`sse`]), the whole call, stream
 //! included, is bounded by `AI_TIMEOUT_MS` (at most 15 s), the model is
 //! asked as its family expects ([`input`]), and only the answer's text and
 //! tool calls come back, without the model's thinking ([`thinking`]).
@@ -14,7 +14,7 @@
 pub mod input;
 pub mod messages;
 mod openai;
-pub mod stream;
+pub mod sse;
 pub mod thinking;
 pub mod workers_ai;
 
@@ -29,7 +29,7 @@ use crate::runtime::ai_options::RunOptions;
 use crate::runtime::timeout::Deadline;
 use crate::runtime::{bindings, config};
 use crate::text::{first_chars, without_controls};
-use stream::{Streamed, MAX_STREAM_BYTES};
+use sse::{Streamed, MAX_STREAM_BYTES};
 
 /// Workers AI's GLM-4.7-Flash: the fast, low-cost coding model Cloudflare
 /// recommends in place of the retired Llama 3 8B (see the README).

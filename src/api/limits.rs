@@ -7,7 +7,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Room ids: 1 to this many characters of `[A-Za-z0-9._-]` (UUIDs fit).
 pub const MAX_ROOM_ID_CHARS: usize = 128;
 /// Longest chat message, in characters: a user's (after trimming), and the
-/// agent's reply, which is cut to it (see `chat::rounds::reply`).
+/// agent's reply, which is cut to it (see `exchange::rounds::reply`).
 pub const MAX_TEXT_CHARS: usize = 8_000;
 /// Longest `userId`, in characters.
 pub const MAX_USER_ID_CHARS: usize = 128;
@@ -80,7 +80,7 @@ pub const MAX_WATCHERS: usize = 32;
 /// dropped as too slow, so that it never slows the room.
 pub const MAX_UNACKED_EVENTS: u64 = 256;
 /// Events a room's feed log keeps (`FEED_LOG_EVENTS` lowers it); the
-/// oldest go first. See `sandbox::feed_log` for why these bounds.
+/// oldest go first. See `feed::log` for why these bounds.
 pub const FEED_LOG_EVENTS: u64 = 2_000;
 /// Bytes of events a room's feed log keeps.
 pub const FEED_LOG_BYTES: u64 = 1024 * 1024;

@@ -20,7 +20,7 @@ pub enum Action {
     Invite,
     /// Every room token of the room ends.
     Revoke,
-    /// What the room lets its agent run (`api::policy`).
+    /// What the room lets its agent run (`approvals::policy`).
     Policy,
     SetPolicy,
     /// The agent's commands waiting for a writer's decision.

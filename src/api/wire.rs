@@ -58,7 +58,7 @@ pub struct MessageRequest {
 pub struct MessageResponse<'a> {
     pub reply: &'a str,
     pub messages: &'a [Message],
-    /// The agent's commands that wait for a writer (`api::policy`'s `ask`).
+    /// The agent's commands that wait for a writer (`approvals::policy`'s `ask`).
     #[serde(skip_serializing_if = "<[Approval]>::is_empty")]
     pub approvals: &'a [Approval],
 }

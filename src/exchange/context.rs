@@ -19,7 +19,7 @@ use crate::exchange::rounds::FollowUp;
 
 /// Tells the model how to behave in a shared terminal room, with the limits
 /// the exchange enforces (`rounds`), so the two cannot disagree; `tools`
-/// when it asks through the `run_command` tool (`chat::tools`), not tags.
+/// when it asks through the `run_command` tool (`exchange::tools`), not tags.
 pub fn system_prompt(tools: bool) -> &'static str {
     static PROMPTS: OnceLock<[String; 2]> = OnceLock::new();
     let prompts = PROMPTS.get_or_init(|| {

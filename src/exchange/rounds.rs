@@ -36,7 +36,7 @@ pub struct Round {
     /// The answer as the model wrote it, tags included: its own turn when
     /// it is asked again.
     pub answer: String,
-    /// Its tool calls, when it asked through tools (`chat::tools`) rather
+    /// Its tool calls, when it asked through tools (`exchange::tools`) rather
     /// than tags.
     pub calls: Vec<ToolCall>,
     /// The answer without its tags, as the room sees it.

@@ -1,4 +1,4 @@
-//! Drives one `/message` exchange (see `chat::rounds`): asks the model, runs
+//! Drives one `/message` exchange (see `exchange::rounds`): asks the model, runs
 //! the commands of its answer in the room's sandbox, asks again with their
 //! results, until the model is done or a limit is reached, all before the
 //! exchange's deadline. Only the first model call's failure fails the
@@ -6,7 +6,7 @@
 //! could not run is an outcome like any other, reported to the model and
 //! the room.
 //!
-//! Each command is first put to the room's policy (`api::policy`). A denied
+//! Each command is first put to the room's policy (`approvals::policy`). A denied
 //! one is an outcome too ("not run: …"). When one needs a writer's approval,
 //! none of that answer's commands run yet, so that they still run in the
 //! order written: the exchange pauses, and what it had come to ([`Paused`])
@@ -15,7 +15,7 @@
 //! and a fresh time budget.
 //!
 //! Each answer streams: when anyone watches the room, its visible text goes
-//! to the live feed as it comes (`delta` events, see `chat::shown`), named
+//! to the live feed as it comes (`delta` events, see `exchange::shown`), named
 //! by the exchange's id and the answer's round. An answer that stops coming
 //! before it is done is kept as far as it came, and ends the exchange
 //! without running its commands.
@@ -83,7 +83,7 @@ pub struct Paused {
     /// answer's limit), and over the message's limit.
     pub answer: String,
     /// The waiting answer's tool calls, when it asked through tools (as
-    /// `chat::tools::flatten` stores them).
+    /// `exchange::tools::flatten` stores them).
     pub tool_calls: Vec<String>,
     pub skipped: usize,
     pub not_run: usize,

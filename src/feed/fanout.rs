@@ -1,7 +1,7 @@
 //! The room's live feed. The Sandbox object holds the watchers' WebSockets,
 //! since command output, the bulk of what they see, is produced here; the
 //! DuetAgent publishes the room's messages to it. Every event published is
-//! numbered and kept in the room's log (`feed_log`) before it goes out, so
+//! numbered and kept in the room's log (`feed::log`) before it goes out, so
 //! a watcher that comes back with the last number it saw (`?since=N`) is
 //! sent exactly what it missed, and one that joins late (or whose missed
 //! events were trimmed: a `gap` first) is sent a snapshot in its `hello`:
@@ -22,7 +22,10 @@
 //!
 //! Each socket carries what its token grants in a tag ([`Grant`]: role, and
 //! for a room token its generation and expiry) and the name it is shown by
-//! in its attachment, both of which outlive an eviction too. Everyone on the
+//! in its attachment, both of which outlive an eviction too. An instance of
+//! the object reads the tags once, into its list of watchers, and sends
+//! each event from that list: a frame is written once, with its number,
+//! and goes to every socket as it is. Everyone on the
 //! feed is told who is there (`presence`) whenever that changes. A socket
 //! whose token is revoked is closed at once, one whose token expired when
 //! the next event comes (code 4401, after a last `closed`); one that sends a
@@ -170,12 +173,12 @@ impl Grant {
 /// structured value, but converting one from Rust costs the upload code of
 /// its own.
 #[derive(Default, PartialEq, Eq, Debug)]
-struct Shown {
+struct NameTag {
     name: Option<String>,
     from_token: bool,
 }
 
-impl Shown {
+impl NameTag {
     fn of(ws: &WebSocket) -> Self {
         let attached = ws.as_ref().deserialize_attachment().ok();
         Self::read(
@@ -355,7 +358,7 @@ impl Feed {
         let id = random::id('w');
         let grant = Grant::of(claims);
         let name = claims.and_then(|claims| claims.name.clone());
-        Shown {
+        NameTag {
             from_token: name.is_some(),
             name: name.clone(),
         }
@@ -503,7 +506,7 @@ impl Feed {
                 .filter(|watcher| watcher.ws.as_ref().ready_state() == web_sys::WebSocket::OPEN)
                 .map(|watcher| Present {
                     role: watcher.tags.grant.role,
-                    name: Shown::of(&watcher.ws).name,
+                    name: NameTag::of(&watcher.ws).name,
                 })
                 .collect()
         });
@@ -646,12 +649,12 @@ impl Feed {
                 let _ = ws.send_with_str(PONG);
             }
             FromWatcher::Name { name } => {
-                let shown = Shown::of(ws);
+                let shown = NameTag::of(ws);
                 let name = validate::shown_name(&name);
                 if shown.from_token || shown.name == name {
                     return;
                 }
-                let renamed = Shown {
+                let renamed = NameTag {
                     name,
                     from_token: false,
                 };
@@ -703,18 +706,18 @@ mod tests {
     #[test]
     fn a_name_reads_back_from_its_attachment() {
         for shown in [
-            Shown::default(),
-            Shown {
+            NameTag::default(),
+            NameTag {
                 name: Some("tom t".into()),
                 from_token: false,
             },
-            Shown {
+            NameTag {
                 name: Some("sue".into()),
                 from_token: true,
             },
         ] {
-            assert_eq!(Shown::read(&shown.text()), shown);
+            assert_eq!(NameTag::read(&shown.text()), shown);
         }
-        assert_eq!(Shown::read(""), Shown::default());
+        assert_eq!(NameTag::read(""), NameTag::default());
     }
 }

@@ -51,7 +51,7 @@ impl Tool {
     }
 
     /// The role a call needs: what the routes doing the same need
-    /// (`api::access`).
+    /// (`access::roles`).
     pub fn needed(self) -> RoomRole {
         match self {
             Self::ReadHistory => RoomRole::Watcher,

@@ -46,7 +46,7 @@ pub enum Call {
     /// and the room's tokens end.
     HistoryExpired,
     /// DuetAgent → Sandbox: the room's token generation changed (see
-    /// `room::access`); the sockets of other generations' tokens close.
+    /// `access::generation`); the sockets of other generations' tokens close.
     Generation,
     /// DuetAgent → Sandbox: the room is cleaned up; the sandbox goes.
     Destroy,

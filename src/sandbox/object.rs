@@ -33,7 +33,7 @@
 //! each within its own deadline.
 //!
 //! Room tokens are checked against the room's generation here, where the
-//! commands and the live feed are (`room::access`): the DuetAgent tells the
+//! commands and the live feed are (`access::generation`): the DuetAgent tells the
 //! object each new one, and the sockets of the old ones' tokens close.
 //!
 //! Cleanup is final: a command that arrived before a cleanup but had not

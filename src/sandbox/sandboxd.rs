@@ -52,7 +52,7 @@ use worker::{
     State,
 };
 
-use super::saved::CHUNK_BYTES;
+use super::saved::{Packed, CHUNK_BYTES};
 use super::stream;
 use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
 use crate::api::ApiError;
@@ -250,7 +250,7 @@ impl<'a> Sandboxd<'a> {
                     )));
                 }
             }
-            let packed = Packed::of(&response);
+            let packed = packed_of(&response);
             let mut stream = response.stream()?;
             let mut chunk = Vec::with_capacity(CHUNK_BYTES);
             let mut total = 0u64;
@@ -523,26 +523,14 @@ pub enum Saving {
     Unrestorable(String),
 }
 
-/// What sandboxd says an archive holds, as it packed it.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Packed {
-    /// Entries and unpacked bytes, from which a restore's time follows
-    /// (`duet_wire::restore_ms`); `None` when sandboxd did not say.
-    pub entries: Option<u64>,
-    pub unpacked: Option<u64>,
-    /// What it could not keep (sockets, devices), to tell the room.
-    pub left_out: Option<String>,
-}
-
-impl Packed {
-    fn of(response: &Response) -> Self {
-        let header = |name| response.headers().get(name).ok().flatten();
-        let number = |name| header(name).and_then(|n| n.trim().parse().ok());
-        Self {
-            entries: number(ENTRIES_HEADER),
-            unpacked: number(UNPACKED_BYTES_HEADER),
-            left_out: header(LEFT_OUT_HEADER),
-        }
+/// What sandboxd's answer to an archive's download says it holds.
+fn packed_of(response: &Response) -> Packed {
+    let header = |name| response.headers().get(name).ok().flatten();
+    let number = |name| header(name).and_then(|n| n.trim().parse().ok());
+    Packed {
+        entries: number(ENTRIES_HEADER),
+        unpacked: number(UNPACKED_BYTES_HEADER),
+        left_out: header(LEFT_OUT_HEADER),
     }
 }
 

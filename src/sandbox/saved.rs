@@ -21,11 +21,21 @@ use std::cell::RefCell;
 
 use worker::{js_sys, web_sys, SqlStorage, SqlStorageValue};
 
-use super::sandboxd::Packed;
 use crate::runtime::sql::{self, number, text};
 
 /// Bytes per stored chunk of an archive.
 pub const CHUNK_BYTES: usize = 1024 * 1024;
+
+/// What sandboxd says an archive holds, as it packed it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Packed {
+    /// Entries and unpacked bytes, from which a restore's time follows
+    /// (`duet_wire::restore_ms`); `None` when sandboxd did not say.
+    pub entries: Option<u64>,
+    pub unpacked: Option<u64>,
+    /// What it could not keep (sockets, devices), to tell the room.
+    pub left_out: Option<String>,
+}
 
 /// The room's clock and sleep state.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -32,7 +32,7 @@
 //! - [`ai`]: the model backends and the model's input types;
 //! - [`mcp`]: the Model Context Protocol a room speaks to other agents;
 //! - [`api`]: the public HTTP contract as plain data: routes, errors,
-//!   limits, wire shapes, validation, cross-site rules;
+//!   limits, JSON shapes, validation, cross-site rules;
 //! - [`runtime`]: glue to the Workers runtime;
 //! - beneath them all, the `duet_wire` crate: the wire to sandboxd, which
 //!   sandboxd builds too (a command's request and result among it).

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use duet_cf_worker::ai::messages::DEFINITIONS;
 use duet_cf_worker::ai::sse::MAX_STREAM_BYTES;
 use duet_cf_worker::api::limits::*;
-use duet_cf_worker::api::wire::RUN_COMMAND;
+use duet_cf_worker::api::shapes::RUN_COMMAND;
 use duet_cf_worker::exchange::budget::{MIN_COMMAND_MS, MIN_MODEL_CALL_MS};
 use duet_cf_worker::exchange::context::system_prompt;
 

@@ -4,7 +4,7 @@
 
 use duet_cf_worker::ai::input;
 use duet_cf_worker::ai::workers_ai::to_js;
-use duet_cf_worker::api::wire::{Message, Role};
+use duet_cf_worker::api::shapes::{Message, Role};
 use duet_cf_worker::exchange::context;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;

@@ -9,7 +9,7 @@ use worker::Response;
 use super::DuetAgent;
 use crate::access::roles;
 use crate::access::token::Claims;
-use crate::api::wire::{Decision, DecisionResponse};
+use crate::api::shapes::{Decision, DecisionResponse};
 use crate::api::ApiError;
 use crate::approvals::policy::Policy;
 use crate::approvals::{pending, policy};

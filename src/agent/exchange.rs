@@ -5,7 +5,7 @@
 
 use super::{written, DuetAgent};
 use crate::api::limits::APPROVAL_TIMEOUT_SECONDS;
-use crate::api::wire::{Approval, Message, MessageRequest, MessageResponse, Role};
+use crate::api::shapes::{Approval, Message, MessageRequest, MessageResponse, Role};
 use crate::api::ApiError;
 use crate::approvals::pending::Ready;
 use crate::exchange::rounds::Stop;

@@ -24,7 +24,7 @@ use crate::api::limits::{
     MAX_MCP_CALLS, MCP_APPROVAL_WAIT_MS, SANDBOXD_MARGIN_MS,
 };
 use crate::api::role::RoomRole;
-use crate::api::wire::{
+use crate::api::shapes::{
     AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, Role, Source,
 };
 use crate::api::{validate, ApiError};

@@ -36,7 +36,7 @@ use worker::{web_sys, Env, Response, State};
 use crate::access::generation::Generation;
 use crate::access::request;
 use crate::api::route;
-use crate::api::wire::{ApprovalsResponse, CleanupResponse, HistoryResponse};
+use crate::api::shapes::{ApprovalsResponse, CleanupResponse, HistoryResponse};
 use crate::api::{validate, ApiError};
 use crate::approvals::pending::Approvals;
 use crate::room::calls::SandboxObject;

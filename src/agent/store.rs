@@ -16,7 +16,7 @@ use std::cell::{Cell, RefCell};
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::api::limits::HISTORY_LIMIT;
-use crate::api::wire::{Message, Role};
+use crate::api::shapes::{Message, Role};
 use crate::runtime::sql::{self, number, text};
 
 pub struct Store {

@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(input["stream"], true);
         assert_eq!(
             input["tools"][0]["function"]["name"],
-            crate::api::wire::RUN_COMMAND
+            crate::api::shapes::RUN_COMMAND
         );
         assert!(json("@cf/zai-org/glm-4.7-flash").get("tools").is_none());
         assert!(calls_tools("@cf/zai-org/glm-4.7-flash"));

@@ -11,7 +11,7 @@ use super::limits::{
     INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
 };
 use super::role::RoomRole;
-use super::wire::MessageRequest;
+use super::shapes::MessageRequest;
 use crate::text::without_controls;
 
 /// `{"text": string, "userId"?: string}`; both are chat text, so terminal

@@ -13,7 +13,7 @@
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::api::limits::{AUDIT_CMD_CHARS, AUDIT_ENTRIES};
-use crate::api::wire::{AuditEntry, AuditOutcome, Source};
+use crate::api::shapes::{AuditEntry, AuditOutcome, Source};
 use crate::text::first_chars;
 
 /// Who or what let a command run: the writer who approved it, or the allow

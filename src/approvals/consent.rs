@@ -6,7 +6,7 @@
 
 use super::audit::Consent;
 use super::policy::Verdict;
-use crate::api::wire::{Approval, Decision};
+use crate::api::shapes::{Approval, Decision};
 
 /// What the room said of one command of the agent's.
 pub enum Said {

@@ -6,6 +6,12 @@
 //! ([`audit`], in the Sandbox object's storage). The policy, the shell
 //! reader and the consent are pure; `pending` and `audit` own their
 //! tables.
+//!
+//! A command's way through, one type a step: the policy's `Verdict` (run,
+//! deny, off, or ask); when asked, an `Approval` (`api::shapes`, the waiting
+//! command as the API shows it) until a writer's or the clock's `Decision`;
+//! then what the room `Said` (run, or refused and why), whose `Consent`
+//! (who or what let it through) goes to the audit.
 
 pub mod audit;
 pub mod consent;

@@ -16,8 +16,8 @@ use worker::{SqlStorage, SqlStorageValue};
 
 use super::policy::{AgentCommands, Policy, Verdict};
 use crate::api::error::FieldErrors;
+use crate::api::shapes::{Approval, Decision};
 use crate::api::validate::{json_object, optional_name, required_string};
-use crate::api::wire::{Approval, Decision};
 use crate::api::ApiError;
 use crate::runtime::sql::{self, number, text};
 

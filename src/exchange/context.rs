@@ -13,8 +13,8 @@ use crate::ai::messages::ChatMessage;
 use crate::api::limits::{
     MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER,
 };
-use crate::api::wire::RUN_COMMAND;
-use crate::api::wire::{Message, Role};
+use crate::api::shapes::RUN_COMMAND;
+use crate::api::shapes::{Message, Role};
 use crate::exchange::rounds::FollowUp;
 
 /// Tells the model how to behave in a shared terminal room, with the limits

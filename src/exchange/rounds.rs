@@ -457,7 +457,7 @@ mod tests {
     fn call(id: &str, arguments: &str) -> ToolCall {
         ToolCall::new(
             id.into(),
-            crate::api::wire::RUN_COMMAND.into(),
+            crate::api::shapes::RUN_COMMAND.into(),
             arguments.into(),
         )
     }

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use crate::ai::messages::ToolCall;
 use crate::api::limits::MAX_RUNS_PER_ANSWER;
+use crate::api::shapes::RUN_COMMAND;
 use crate::api::validate;
-use crate::api::wire::RUN_COMMAND;
 
 /// The one tool's name.
 /// Calls as strings, each its id, name and arguments: how they are stored.

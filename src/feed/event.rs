@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::api::role::RoomRole;
-use crate::api::wire::{Approval, Message, Source};
+use crate::api::shapes::{Approval, Message, Source};
 use crate::api::ApiError;
 use crate::approvals::policy::Policy;
 
@@ -297,7 +297,7 @@ fn offers_protocol(header: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::wire::Role;
+    use crate::api::shapes::Role;
 
     #[test]
     fn frames_carry_the_watchers_sequence_number_first() {

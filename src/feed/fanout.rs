@@ -53,8 +53,8 @@ use crate::api::limits::{
     FEED_LOG_EVENTS, HEARTBEAT_MS, MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES,
 };
 use crate::api::role::RoomRole;
-use crate::api::wire::Message;
-use crate::api::wire::Source;
+use crate::api::shapes::Message;
+use crate::api::shapes::Source;
 use crate::api::{validate, ApiError};
 use crate::feed::event::{self, CloseReason, Event, FromWatcher, Present};
 use crate::runtime::{clock, config, random};

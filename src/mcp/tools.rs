@@ -7,7 +7,7 @@
 //! There are no file tools: a file read or written through the shell is
 //! judged by the room's rules as the command it is.
 
-use crate::api::wire::Source;
+use crate::api::shapes::Source;
 use serde_json::Value;
 
 use super::rpc::object;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use worker::{Env, Method, Stub};
 
 use crate::api::route::{self, Action, Route};
-use crate::api::wire::{exec_result, messages_of, sandbox_name, AuditEntry, Message, Source};
+use crate::api::shapes::{exec_result, messages_of, sandbox_name, AuditEntry, Message, Source};
 use crate::api::ApiError;
 use crate::approvals::audit::Consent;
 use crate::feed::event::Event;

@@ -63,8 +63,8 @@ use crate::access::token::Claims;
 use crate::api::limits::SANDBOX_ARCHIVE_MAX_BYTES;
 use crate::api::role::RoomRole;
 use crate::api::route::{self, Action};
-use crate::api::wire::Source;
-use crate::api::wire::{
+use crate::api::shapes::Source;
+use crate::api::shapes::{
     exec_end, exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse,
 };
 use crate::api::{validate, ApiError};

@@ -10,8 +10,9 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
-import { events, sleep, until } from "./support/lifecycle.mjs";
+import { events, untilEvent } from "./support/lifecycle.mjs";
 import { startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const IDLE_S = 2;
 const TTL_S = 9;
@@ -34,7 +35,7 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     const room = randomUUID();
     const made = await exec(room, "mkdir -p d/e && printf 'hi\\n' > d/e/f && ln -s e/f d/link && chmod +x d/e/f && export V=1 && cd d");
     assert.equal(made.status, 200, made.text);
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    await untilEvent(worker, room, "sleep");
     assert.ok(!fs.existsSync(workspace(room)), "the sandbox is stopped: its workspace is gone from sandboxd");
     const [slept] = events(worker, room);
     assert.ok(slept.bytes > 0 && Number.isInteger(slept.durationMs), JSON.stringify(slept));
@@ -86,7 +87,7 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     try {
       const room = randomUUID();
       await small.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "head -c 200000 /dev/urandom > big.bin" });
-      const slept = await until("the sleep", () => events(small, room).find((e) => e.event === "sleep"));
+      const slept = await untilEvent(small, room, "sleep");
       assert.match(slept.note, /over SANDBOX_ARCHIVE_MAX_BYTES \(4096 bytes\)/);
       assert.equal(slept.bytes, 0);
       const res = await small.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ls -A; echo ok" });
@@ -103,7 +104,7 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     const room = randomUUID();
     try {
       await first.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo survived > s.txt" });
-      await until("the sleep", () => events(first, room).find((e) => e.event === "sleep"));
+      await untilEvent(first, room, "sleep");
     } finally {
       await first.stop();
     }
@@ -122,7 +123,7 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
   test("DELETE of a sleeping room forgets its saved files", async () => {
     const room = randomUUID();
     await exec(room, "echo gone > g.txt");
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    await untilEvent(worker, room, "sleep");
     assert.equal((await worker.api("DELETE", `/api/rooms/${room}`)).status, 200);
     const res = await exec(room, "ls -A");
     assert.equal(res.json.result.stdout, "");
@@ -152,7 +153,7 @@ describe("rooms that sleep, on the container path", () => {
     const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
     assert.equal((await exec("echo contained > c.txt")).status, 200);
     assert.equal(running(IMAGE).length, 1);
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    await untilEvent(worker, room, "sleep");
     assert.equal(docker.containersOf(IMAGE).length, 0, "the container is gone from the engine");
     const res = await exec("cat c.txt");
     assert.equal(res.status, 200, res.text);

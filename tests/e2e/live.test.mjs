@@ -13,6 +13,7 @@ import { after, before, describe, test } from "node:test";
 
 import { logged, upgrade, watch } from "./support/feed.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const ofType = (type) => (events) => events.filter((e) => e.type === type);
 const first = (type) => (events) => events.find((e) => e.type === type);
@@ -207,14 +208,13 @@ describe("the live feed of a room that expires", () => {
     worker = stack.worker;
   });
   after(() => stack.stop());
-  /** Which objects logged the room's expiry, once one has. */
-  async function expiries(room) {
-    for (let i = 0; i < 50; i++) {
+  /** Which objects logged the room's expiry, once one has (none if none has within 5 s). */
+  function expiries(room) {
+    const expired = () => {
       const objects = worker.logs.filter((l) => l.includes('"event":"expire"') && l.includes(room)).map((l) => JSON.parse(l).object);
-      if (objects.length) return objects;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return [];
+      return objects.length > 0 && objects;
+    };
+    return until("the room's expiry", expired, 5_000).catch(() => []);
   }
 
   test("a room that only chats: its history expires, and the watchers are told", async () => {
@@ -272,21 +272,13 @@ describe("whether anyone watches", () => {
     }
   }
 
-  async function until(check, ms = 5_000) {
-    const end = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > end) throw new Error("timed out");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   test("the last watcher's leaving is told, in a room that never ran a command", async () => {
     const room = randomUUID();
     const a = watch(worker.url, room);
     await a.until(first("hello"));
-    await until(() => agentWatching() === 1);
+    await until("the agent to hear of a watcher", () => agentWatching() === 1, 5_000);
     a.close();
-    await until(() => agentWatching() === 0);
+    await until("the agent to hear the last watcher left", () => agentWatching() === 0, 5_000);
   });
 });
 
@@ -305,7 +297,7 @@ describe("a restart between two messages", () => {
       for (const w of watchers) await w.until(first("hello"));
       // An exchange the model never answers: in flight when the worker goes.
       inFlight = old.api("POST", `/api/rooms/${room}/message`, { text: "stall" }).then((res) => res, (e) => e);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
     } finally {
       await old.stop();
     }

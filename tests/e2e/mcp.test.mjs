@@ -17,9 +17,9 @@ import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextproto
 
 import { watch } from "./support/feed.mjs";
 import { alone, client, ROOT, startStack } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 
 const SERVICE = "service-t0ken";
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const b64 = (text) => Buffer.from(text).toString("base64url");
 
 const CLIENTS = {

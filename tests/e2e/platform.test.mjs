@@ -34,6 +34,7 @@ import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
+import { until } from "./support/wait.mjs";
 
 const IMAGE = "duet-sandbox:test";
 
@@ -152,11 +153,11 @@ describe("the runtime keeps a container for its inactivity timeout once its obje
   /** Waits (at most `ms` from `since`) until the container and its sidecar are gone from the engine; resolves with the ms from `since` until the container went. */
   async function removal(c, sidecar, since, ms) {
     let went;
-    while (Date.now() - since < ms) {
+    const gone = () => {
       if (!docker.container(c.id)) went ??= Date.now() - since;
-      if (went !== undefined && !docker.container(sidecar)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      return went !== undefined && !docker.container(sidecar);
+    };
+    await until("the container and its sidecar to go", gone, since + ms - Date.now(), { every: 50 }).catch(() => {});
     return went;
   }
   /** The container and its sidecar are gone, removed by workerd; no sleep did it. */

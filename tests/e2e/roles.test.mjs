@@ -11,10 +11,10 @@ import { after, before, describe, test } from "node:test";
 
 import { upgrade, watch } from "./support/feed.mjs";
 import { client, startStack, startWorker } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 
 const SERVICE = "service-t0ken";
 const RANK = { watcher: 0, writer: 1, owner: 2 };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const b64 = (bytes) => Buffer.from(bytes).toString("base64url");
 /** The subprotocols a browser offers with `token` (bytes or text). */
 const protocols = (token) => ["duet.v1", `duet.auth.${b64(token)}`];

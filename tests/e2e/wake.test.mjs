@@ -12,8 +12,9 @@ import { gunzipSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
-import { events, sleep, until } from "./support/lifecycle.mjs";
+import { events, untilEvent } from "./support/lifecycle.mjs";
 import { ROOT, startSandboxd, startWorker } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const IDLE_S = 2;
 const VARS = { SANDBOX_IDLE_SECONDS: String(IDLE_S), ROOM_TTL_SECONDS: "3600" };
@@ -69,7 +70,7 @@ for (const [name, start] of Object.entries(PATHS)) {
       await place.stop();
     });
     const exec = (room, cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
-    const slept = (room) => until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    const slept = (room) => untilEvent(worker, room, "sleep");
 
     test("symlinks that lead through other symlinks come back, in whatever order", async () => {
       const room = randomUUID();
@@ -100,7 +101,7 @@ for (const [name, start] of Object.entries(PATHS)) {
       await place.sandboxdArgs([]);
       const made = await exec(room, 'yes "build output" | head -c 300000 > build.log && echo small > s.txt');
       assert.equal(made.status, 200, made.text);
-      const sleep = await slept(room);
+      const asleep = await slept(room);
       assert.equal((await worker.api("GET", `/api/rooms/${room}/sandbox/archive`)).status, 404, "nothing kept while the files can come back");
       // The fresh sandbox refuses what the old one saved.
       await place.sandboxdArgs(["--max-restore-bytes=100000"]);
@@ -120,7 +121,7 @@ for (const [name, start] of Object.entries(PATHS)) {
         assert.equal(kept.status, 200);
         assert.equal(kept.headers.get("content-type"), "application/gzip");
         const archive = Buffer.from(await kept.arrayBuffer());
-        assert.equal(archive.length, sleep.bytes, "the archive as it was saved");
+        assert.equal(archive.length, asleep.bytes, "the archive as it was saved");
         const tar = gunzipSync(archive);
         assert.ok(tar.includes("build.log") && tar.includes("s.txt"), "its files are in it");
 
@@ -139,7 +140,7 @@ for (const [name, start] of Object.entries(PATHS)) {
         const room = randomUUID();
         const made = await exec(room, 'yes "build output" | head -c 300000 > build.log; export KEPT=shell');
         assert.equal(made.status, 200, made.text);
-        const stayed = await until("the refused sleep", () => events(worker, room).find((e) => e.event === "stay-awake"));
+        const stayed = await untilEvent(worker, room, "stay-awake");
         assert.match(stayed.note, /not put to sleep, the sandbox stays up: .*cannot be restored/);
         // Asked again after another idle time, not over and over.
         await sleep(IDLE_S * 1000 * 2 + 500);
@@ -171,11 +172,7 @@ describe("a room always wakes: a tree of many files (SANDBOX_URL)", () => {
     const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
     const made = await exec("mkdir -p nm && cd nm && seq 35000 | xargs touch && cd .. && export KEPT=1");
     assert.equal(made.status, 200, made.text);
-    const outcome = await until(
-      "the sleep, or its refusal",
-      () => events(worker, room).find((e) => e.event === "sleep" || e.event === "stay-awake"),
-      60_000,
-    );
+    const outcome = await untilEvent(worker, room, ["sleep", "stay-awake"], 60_000);
     const started = Date.now();
     const res = await exec("find nm -type f | wc -l");
     assert.ok(Date.now() - started < 28_000, "within the cold bound");
@@ -223,16 +220,14 @@ describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", (
    * workspace that came back empty fails `check`.
    */
   async function eightAtOnce(room, cmd, check) {
-    const one = async () => {
-      for (const started = Date.now(); Date.now() - started < 120_000; ) {
+    const one = () =>
+      until("the room to wake", async () => {
         const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
         if (res.status !== 503) return res;
         assert.match(res.json.error, /this room is waking/, res.text);
         assert.equal(res.headers.get("retry-after"), "2");
-        await sleep(500);
-      }
-      throw new Error("the room never woke");
-    };
+        return null;
+      }, 120_000, { every: 500 });
     const answers = await Promise.all(Array.from({ length: 8 }, one));
     for (const res of answers) {
       assert.equal(res.status, 200, res.text);
@@ -242,8 +237,7 @@ describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", (
     return answers;
   }
 
-  const slept = (room) =>
-    until("the sleep", () => events(worker, room).find((e) => e.event === "sleep" || e.event === "stay-awake"), 120_000);
+  const slept = (room) => untilEvent(worker, room, ["sleep", "stay-awake"], 120_000);
 
   for (const [folders, each] of [
     [120, 120],
@@ -310,13 +304,13 @@ describe("a restore slower than a command's wait (SANDBOX_URL)", () => {
     const room = randomUUID();
     const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
     await fill(worker, room, 120, 120);
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"), 60_000);
+    await untilEvent(worker, room, "sleep", 60_000);
     const first = await exec("find . -type f | wc -l");
     assert.equal(first.status, 503, first.text);
     assert.match(first.json.error, /this room is waking: its saved files are being restored/);
     assert.equal(first.headers.get("retry-after"), "2");
     // Nobody waits now: the restore carries on by itself.
-    const woke = await until("the wake", () => events(worker, room).find((e) => e.event === "wake"), 60_000);
+    const woke = await untilEvent(worker, room, "wake", 60_000);
     assert.equal(woke.note, undefined, "the files came back");
     const res = await exec("find . -type f | wc -l");
     assert.equal(res.status, 200, res.text);

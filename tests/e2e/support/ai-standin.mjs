@@ -118,6 +118,8 @@
 // What a model answers depends on the last user message (see `script`).
 import http from "node:http";
 
+import { sleep } from "./wait.mjs";
+
 const RETIRED = new Set([
   "@cf/moonshotai/kimi-k2.5", "@hf/meta-llama/meta-llama-3-8b-instruct", "@cf/meta/llama-3-8b-instruct",
   "@cf/meta/llama-3-8b-instruct-awq", "@cf/meta/llama-3.1-8b-instruct", "@cf/meta/llama-3.1-8b-instruct-awq",
@@ -427,7 +429,7 @@ export function script(messages, { tools = false } = {}) {
   if (last === "stall") return new Promise(() => {});
   if (last.startsWith("slow ")) {
     const [, ms, text] = last.match(/^slow (\d+)(?: ([\s\S]*))?$/);
-    return new Promise((resolve) => setTimeout(() => resolve(text ?? `slept ${ms}`), Number(ms)));
+    return sleep(Number(ms)).then(() => text ?? `slept ${ms}`);
   }
   if (word === "long") return Array.from({ length: Number(arg) }, (_, i) => `word${i + 1}`).join(" ");
   if (word === "cut") return { text: arg, end: "cut" };
@@ -449,7 +451,6 @@ export function pieces(text) {
   return Array.from({ length: Math.ceil(chars.length / 4) }, (_, i) => chars.slice(4 * i, 4 * i + 4).join(""));
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export const usage = (completion) => ({ prompt_tokens: 10, completion_tokens: completion, total_tokens: 10 + completion });
 
 /**

@@ -12,13 +12,12 @@ import net from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { exec } from "./support/rooms.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
 import { sleep, until } from "./support/wait.mjs";
 
 /** What a loaded two-core machine may add to any bound. */
 const SLACK = 2000;
-
-const exec = (worker, room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
 
 /** The promise's value and the milliseconds it took. */
 async function timed(promise) {

@@ -11,12 +11,11 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, test } from "node:test";
 
-import { logged, upgrade, watch } from "./support/feed.mjs";
+import { closing, first, logged, protocols, upgrade, watch } from "./support/feed.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
 import { sleep, until } from "./support/wait.mjs";
 
 const ofType = (type) => (events) => events.filter((e) => e.type === type);
-const first = (type) => (events) => events.find((e) => e.type === type);
 
 describe("the live feed", () => {
   let stack, worker;
@@ -118,7 +117,7 @@ describe("the live feed", () => {
     big.ws.send(new Uint8Array(1025));
     text.ws.send("x".repeat(1025));
     for (const w of [big, text]) {
-      await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+      await w.until(closing(w));
       if (w.closed()) assert.equal(w.closed().code, 1009);
     }
     await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo still" });
@@ -135,7 +134,7 @@ describe("the live feed", () => {
     const closed = await w.until(first("closed"));
     assert.equal(closed.reason, "deleted");
     assert.equal(closed, w.events.at(-1), "the last event");
-    await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+    await w.until(closing(w));
     if (w.closed()) assert.equal(w.closed().code, 4410);
   });
 
@@ -165,7 +164,7 @@ describe("the live feed", () => {
     }
     // The close frame (4008) has reached it: its socket is closing (the
     // code shows once the connection ends, here when the worker stops).
-    await slow.until(() => slow.ws.readyState >= WebSocket.CLOSING || null);
+    await slow.until(closing(slow));
     assert.ok(logged(slow.events).length <= 256, `${logged(slow.events).length} events reached the slow watcher`);
     if (slow.closed()) assert.equal(slow.closed().code, 4008);
     await fast.until((events) => ofType("command_end")(events).length === 5);
@@ -177,7 +176,6 @@ describe("the live feed", () => {
 describe("the live feed with a token", () => {
   let worker;
   const TOKEN = "s3cret/with+odd=chars";
-  const b64 = Buffer.from(TOKEN).toString("base64url");
   before(async () => {
     worker = await startWorker({ vars: { DUET_API_TOKEN: TOKEN } });
   });
@@ -187,9 +185,9 @@ describe("the live feed with a token", () => {
     const room = randomUUID();
     const refused = watch(worker.url, room);
     await assert.rejects(refused.opened);
-    const wrong = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${Buffer.from("nope").toString("base64url")}`] });
+    const wrong = watch(worker.url, room, { protocols: protocols("nope") });
     await assert.rejects(wrong.opened);
-    const allowed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64}`] });
+    const allowed = watch(worker.url, room, { protocols: protocols(TOKEN) });
     assert.equal(await allowed.opened, "duet.v1");
     await allowed.until(first("hello"));
     allowed.close();
@@ -224,7 +222,7 @@ describe("the live feed of a room that expires", () => {
     const closed = await w.until(first("closed"), TTL_S * 1000 + 8_000);
     assert.equal(closed.reason, "expired");
     assert.deepEqual(await expiries(room), ["DuetAgent"]);
-    await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+    await w.until(closing(w));
   });
 
   test("a room whose files expire while its history is in use: the watchers are told", async () => {

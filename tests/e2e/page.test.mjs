@@ -23,6 +23,7 @@ import { after, before, describe, test } from "node:test";
 
 import { chromium } from "playwright-core";
 
+import { bearer, invite } from "./support/rooms.mjs";
 import { freePort, pageAssets, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
 import { sleep, until } from "./support/wait.mjs";
 
@@ -493,14 +494,13 @@ describe("the web page with DUET_API_TOKEN", () => {
     await statusIs(owner.page, "live");
     const room = new URL(owner.page.url()).pathname.split("/").pop();
     const api = (method, route, body) => worker.api(method, `/api/rooms/${room}${route}`, body, { authorization: `Bearer ${TOKEN}` });
-    const invite = async (role, name) => {
-      const res = await api("POST", "/invites", { role, name });
-      assert.equal(res.status, 200, res.text);
-      const page = await open(() => undefined, undefined, res.json.link);
+    const invited = async (role, name) => {
+      const { link } = await invite(bearer(worker.url, TOKEN), room, role, { name });
+      const page = await open(() => undefined, undefined, link);
       await page.page.waitForFunction((r) => document.getElementById("role").textContent === `you: ${r}`, role);
       return page;
     };
-    const writer = await invite("writer", "bo");
+    const writer = await invited("writer", "bo");
     const mode = (p) => p.page.evaluate(() => [document.getElementById("mode").value, document.getElementById("mode").disabled]);
     const asked = (p) => p.page.waitForFunction(() => document.getElementById("asks").textContent.includes("echo approved-$((6*7))"));
 
@@ -514,7 +514,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await owner.page.keyboard.press("Enter");
     await asked(owner);
     await asked(writer);
-    const watcher = await invite("watcher", "wanda");
+    const watcher = await invited("watcher", "wanda");
     const pages = [owner, writer, watcher];
     await asked(watcher);
     await watcher.page.waitForFunction(() => document.getElementById("mode").value === "ask");

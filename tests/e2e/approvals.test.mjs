@@ -48,7 +48,8 @@ for (const backend of ["workers-ai", "openai"]) {
     const history = async (r) => (await worker.api("GET", `/api/rooms/${r}/messages`)).json.messages;
     const agentSays = (r, text) => async () => {
       const said = async () => (await history(r)).find((m) => m.role === "agent" && m.text.includes(text));
-      return until(`an agent message with ${JSON.stringify(text)}`, said, 10_000, { every: 100 }).catch(async (e) => assert.fail(`${e.message}: ${JSON.stringify(await history(r))}`));
+      const failed = async (e) => assert.fail(`${e.message}: ${JSON.stringify(await history(r))}`);
+      return until(`an agent message with ${JSON.stringify(text)}`, said, 10_000, { every: 100 }).catch(failed);
     };
 
     test("a new room runs the agent's commands at once (auto), as before", async () => {

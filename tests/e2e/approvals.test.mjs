@@ -11,10 +11,10 @@ import { after, before, describe, test } from "node:test";
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { watch } from "./support/feed.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const RESULTS = "[Results of your commands, from the room's sandbox]";
 const TIMEOUT_SECONDS = 3;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 for (const backend of ["workers-ai", "openai"]) {
   describe(`approvals (${backend})`, () => {
@@ -47,12 +47,9 @@ for (const backend of ["workers-ai", "openai"]) {
     const decide = (r, id, decision, userId) => worker.api("POST", `/api/rooms/${r}/approvals/${id}`, { decision, ...(userId ? { userId } : {}) });
     const history = async (r) => (await worker.api("GET", `/api/rooms/${r}/messages`)).json.messages;
     const agentSays = (r, text) => async () => {
-      for (let i = 0; i < 100; i++) {
-        const found = (await history(r)).find((m) => m.role === "agent" && m.text.includes(text));
-        if (found) return found;
-        await sleep(100);
-      }
-      assert.fail(`no agent message with ${JSON.stringify(text)}: ${JSON.stringify(await history(r))}`);
+      const said = async () => (await history(r)).find((m) => m.role === "agent" && m.text.includes(text));
+      const failed = async (e) => assert.fail(`${e.message}: ${JSON.stringify(await history(r))}`);
+      return until(`an agent message with ${JSON.stringify(text)}`, said, 10_000, { every: 100 }).catch(failed);
     };
 
     test("a new room runs the agent's commands at once (auto), as before", async () => {

@@ -7,21 +7,18 @@ import { test } from "node:test";
 
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { client, freePort, ROOT } from "./support/stack.mjs";
+import { until } from "./support/wait.mjs";
 
 const BASE = "http://127.0.0.1:8788";
 
-async function waitForHealth(child, ms) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`npm run dev exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(`${BASE}/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 500));
+/** Whether `npm run dev` serves /health yet; throws once it has exited. */
+async function healthy(child) {
+  if (child.exitCode !== null) throw new Error(`npm run dev exited with ${child.exitCode}`);
+  try {
+    return (await fetch(`${BASE}/health`)).ok;
+  } catch {
+    return false; // not listening yet
   }
-  throw new Error("npm run dev did not serve /health in time");
 }
 
 test("npm run dev serves health, exec, chat with <run> tags, the page and cleanup on :8788", { timeout: 400_000 }, async () => {
@@ -36,7 +33,7 @@ test("npm run dev serves health, exec, chat with <run> tags, the page and cleanu
   child.stderr.on("data", (d) => (stderr += d));
   const exited = new Promise((resolve) => child.once("exit", resolve));
   try {
-    await waitForHealth(child, 360_000);
+    await until("npm run dev to serve /health", () => healthy(child), 360_000, { every: 500 });
     const api = client(BASE);
     const exec = await api("POST", "/api/rooms/dev-room/sandbox/exec", { cmd: "echo from-dev" });
     assert.equal(exec.status, 200, exec.text);

@@ -12,29 +12,18 @@ import net from "node:net";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { exec } from "./support/rooms.mjs";
 import { startSandboxd, startWorker } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 /** What a loaded two-core machine may add to any bound. */
 const SLACK = 2000;
-
-const exec = (worker, room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
 
 /** The promise's value and the milliseconds it took. */
 async function timed(promise) {
   const start = performance.now();
   const value = await promise;
   return { value, ms: performance.now() - start };
-}
-
-/** The first truthy value of `probe`, polling for up to `ms`. */
-async function waitFor(probe, ms = 5000) {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (performance.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Live processes as {pid, session, cwd}; those that vanish meanwhile are skipped. */
@@ -132,7 +121,7 @@ describe("faults", { concurrency: true }, () => {
       assert.equal(first.status, 200);
       const shell = Number(first.json.result.stdout);
       const running = timed(exec(worker, room, "sleep 30; echo late > late.txt"));
-      const sleeper = await waitFor(() => processes().find((p) => p.session === shell && p.pid !== shell));
+      const sleeper = await until("the command's `sleep`", () => processes().find((p) => p.session === shell && p.pid !== shell), 5_000);
 
       const killedAt = performance.now();
       await sandboxd.stop("SIGKILL");
@@ -155,7 +144,7 @@ describe("faults", { concurrency: true }, () => {
       // Ending that must not let the rest of the old command line run.
       assert.equal(processes().some((p) => p.pid === shell), false, "the old shell lives");
       process.kill(sleeper.pid, "SIGKILL");
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       assert.equal(fs.existsSync(path.join(workspace(room), "late.txt")), false);
     });
 
@@ -166,7 +155,7 @@ describe("faults", { concurrency: true }, () => {
 
       // Once the storm is under way, another room runs command after command
       // until the storm is over.
-      await waitFor(() => processes().filter((p) => p.session === shell).length > 50);
+      await until("the storm to be under way", () => processes().filter((p) => p.session === shell).length > 50, 5_000);
       let over = false;
       storm.then(() => (over = true));
       const other = randomUUID();
@@ -174,7 +163,7 @@ describe("faults", { concurrency: true }, () => {
       for (let i = 0; !over || i < 3; i++) {
         const { value, ms } = await timed(exec(worker, other, `echo other ${i}`));
         others.push([value.status, value.json.result.stdout, ms]);
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
       for (const [i, [status, stdout, ms]] of others.entries()) {
         assert.deepEqual([status, stdout], [200, `other ${i}\n`]);
@@ -190,7 +179,7 @@ describe("faults", { concurrency: true }, () => {
       const dir = workspace(room);
       // SIGKILLed processes take a moment to go; give them up to 3 s.
       let left = [];
-      await waitFor(() => (left = leftovers(shell, dir).filter((p) => p.pid !== shell)).length === 0, 3000).catch(() => {});
+      await until("the storm's processes to go", () => (left = leftovers(shell, dir).filter((p) => p.pid !== shell)).length === 0, 3000).catch(() => {});
       assert.deepEqual(left, [], "processes of the storm survive");
       assert.equal((await exec(worker, room, "echo alive")).json.result.stdout, "alive\n");
       const slowest = Math.round(Math.max(...others.map(([, , ms]) => ms)));

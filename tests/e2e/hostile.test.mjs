@@ -10,6 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { LIMITS } from "./support/limits.mjs";
 import { pageAssets, startStack, startWorker } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 const ESC = "\u001b";
 /** Any C0/C1 control but newline and tab: what chat text must never carry. */
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
@@ -44,7 +45,7 @@ describe("hostile input", () => {
     const r = room();
     await worker.api("POST", `${r}/sandbox/exec`, { cmd: "echo before > before.txt" });
     const inFlight = worker.api("POST", `${r}/message`, { text: "slow 800 on it <run>echo leftover > left.txt</run>" });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     const cleaned = await worker.api("DELETE", r);
     assert.equal(cleaned.status, 200, cleaned.text);
     const late = await inFlight;
@@ -71,7 +72,7 @@ describe("hostile input", () => {
   test("a client that hangs up mid-body is not logged as a server error", async () => {
     const before = worker.logs.length;
     await raw(worker.url, "POST /api/rooms/hangup/message HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"text\": \"partial", { hangUp: true });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     const lines = worker.logs.slice(before).map((line) => JSON.parse(line)).filter((l) => l.room === "hangup");
     assert.ok(lines.length > 0, "the request is logged");
     for (const line of lines) assert.ok(line.status < 500, JSON.stringify(line));

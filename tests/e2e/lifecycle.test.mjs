@@ -10,8 +10,10 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
-import { events, sleep, until } from "./support/lifecycle.mjs";
+import { events, untilEvent } from "./support/lifecycle.mjs";
+import { exec } from "./support/rooms.mjs";
 import { startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const IDLE_S = 2;
 const TTL_S = 9;
@@ -27,18 +29,17 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     await worker.stop();
     await sandboxd.stop();
   });
-  const exec = (room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
   const workspace = (room) => path.join(sandboxd.root, `sandbox-${room}`);
 
   test("an idle room sleeps with its files saved; the next command finds them in a fresh shell", async () => {
     const room = randomUUID();
-    const made = await exec(room, "mkdir -p d/e && printf 'hi\\n' > d/e/f && ln -s e/f d/link && chmod +x d/e/f && export V=1 && cd d");
+    const made = await exec(worker, room, "mkdir -p d/e && printf 'hi\\n' > d/e/f && ln -s e/f d/link && chmod +x d/e/f && export V=1 && cd d");
     assert.equal(made.status, 200, made.text);
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    await untilEvent(worker, room, "sleep");
     assert.ok(!fs.existsSync(workspace(room)), "the sandbox is stopped: its workspace is gone from sandboxd");
     const [slept] = events(worker, room);
     assert.ok(slept.bytes > 0 && Number.isInteger(slept.durationMs), JSON.stringify(slept));
-    const woke = await exec(room, 'cat d/link; test -x d/e/f && echo exec-bit; echo "V=$V"; pwd');
+    const woke = await exec(worker, room, 'cat d/link; test -x d/e/f && echo exec-bit; echo "V=$V"; pwd');
     assert.equal(woke.status, 200, woke.text);
     assert.equal(woke.json.result.stdout, `hi\nexec-bit\nV=\n${workspace(room)}\n`, "files back; directory and variables reset");
     const wake = events(worker, room).find((e) => e.event === "wake");
@@ -47,12 +48,12 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
 
   test("a room used before its idle time keeps its shell", async () => {
     const room = randomUUID();
-    await exec(room, "export KEPT=yes; cd /tmp");
+    await exec(worker, room, "export KEPT=yes; cd /tmp");
     for (let i = 0; i < 4; i++) {
       await sleep((IDLE_S * 1000) / 2);
-      assert.equal((await exec(room, "true")).status, 200);
+      assert.equal((await exec(worker, room, "true")).status, 200);
     }
-    const res = await exec(room, 'echo "$KEPT $(pwd)"');
+    const res = await exec(worker, room, 'echo "$KEPT $(pwd)"');
     assert.equal(res.json.result.stdout, "yes /tmp\n");
     assert.deepEqual(events(worker, room).map((e) => e.event), [], "it never slept");
   });
@@ -61,23 +62,23 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     const [unused, used] = [randomUUID(), randomUUID()];
     for (const room of [unused, used]) {
       assert.equal((await worker.api("POST", `/api/rooms/${room}/message`, { text: "remember" })).status, 200);
-      assert.equal((await exec(room, "echo kept > f.txt")).status, 200);
+      assert.equal((await exec(worker, room, "echo kept > f.txt")).status, 200);
     }
     // Keep one room in use, past the other's expiry.
     const deadline = Date.now() + (TTL_S + 2) * 1000;
     while (Date.now() < deadline) {
       await sleep(1500);
       await worker.api("GET", `/api/rooms/${used}/messages`);
-      await exec(used, "true");
+      await exec(worker, used, "true");
     }
     await until("both objects to expire the unused room", () => {
       const expired = events(worker, unused).filter((e) => e.event === "expire").map((e) => e.object).sort();
       return expired.join() === "DuetAgent,Sandbox";
     });
     assert.deepEqual((await worker.api("GET", `/api/rooms/${unused}/messages`)).json.messages, []);
-    assert.equal((await exec(unused, "ls -A")).json.result.stdout, "", "no files");
+    assert.equal((await exec(worker, unused, "ls -A")).json.result.stdout, "", "no files");
     assert.equal((await worker.api("GET", `/api/rooms/${used}/messages`)).json.messages.length, 2);
-    assert.equal((await exec(used, "cat f.txt")).json.result.stdout, "kept\n");
+    assert.equal((await exec(worker, used, "cat f.txt")).json.result.stdout, "kept\n");
     assert.ok(!events(worker, used).some((e) => e.event === "expire"));
   });
 
@@ -85,11 +86,11 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     const small = await startWorker({ vars: { ...vars(), SANDBOX_ARCHIVE_MAX_BYTES: "4096" } });
     try {
       const room = randomUUID();
-      await small.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "head -c 200000 /dev/urandom > big.bin" });
-      const slept = await until("the sleep", () => events(small, room).find((e) => e.event === "sleep"));
+      await exec(small, room, "head -c 200000 /dev/urandom > big.bin");
+      const slept = await untilEvent(small, room, "sleep");
       assert.match(slept.note, /over SANDBOX_ARCHIVE_MAX_BYTES \(4096 bytes\)/);
       assert.equal(slept.bytes, 0);
-      const res = await small.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ls -A; echo ok" });
+      const res = await exec(small, room, "ls -A; echo ok");
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json.result.stdout, "ok\n");
     } finally {
@@ -102,8 +103,8 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     const first = await startWorker({ persistDir, vars: vars() });
     const room = randomUUID();
     try {
-      await first.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo survived > s.txt" });
-      await until("the sleep", () => events(first, room).find((e) => e.event === "sleep"));
+      await exec(first, room, "echo survived > s.txt");
+      await untilEvent(first, room, "sleep");
     } finally {
       await first.stop();
     }
@@ -111,7 +112,7 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     sandboxd = await startSandboxd({ root: sandboxd.root, port: sandboxd.port });
     const second = await startWorker({ persistDir, vars: vars() });
     try {
-      const res = await second.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "cat s.txt" });
+      const res = await exec(second, room, "cat s.txt");
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json.result.stdout, "survived\n");
     } finally {
@@ -121,10 +122,10 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
 
   test("DELETE of a sleeping room forgets its saved files", async () => {
     const room = randomUUID();
-    await exec(room, "echo gone > g.txt");
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    await exec(worker, room, "echo gone > g.txt");
+    await untilEvent(worker, room, "sleep");
     assert.equal((await worker.api("DELETE", `/api/rooms/${room}`)).status, 200);
-    const res = await exec(room, "ls -A");
+    const res = await exec(worker, room, "ls -A");
     assert.equal(res.json.result.stdout, "");
     assert.ok(!events(worker, room).some((e) => e.event === "wake"), "nothing to wake");
   });
@@ -149,12 +150,11 @@ describe("rooms that sleep, on the container path", () => {
       container: { socketPath: docker.socketPath, imageName: IMAGE, egressImage: docker.egressImage },
     });
     const room = randomUUID();
-    const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
-    assert.equal((await exec("echo contained > c.txt")).status, 200);
+    assert.equal((await exec(worker, room, "echo contained > c.txt")).status, 200);
     assert.equal(running(IMAGE).length, 1);
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    await untilEvent(worker, room, "sleep");
     assert.equal(docker.containersOf(IMAGE).length, 0, "the container is gone from the engine");
-    const res = await exec("cat c.txt");
+    const res = await exec(worker, room, "cat c.txt");
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "contained\n");
     assert.equal(running(IMAGE).length, 1, "one fresh container");
@@ -165,7 +165,7 @@ describe("rooms that sleep, on the container path", () => {
   test("a cold exec with the largest timeoutMs answers a JSON result before 28 s", async () => {
     worker = await startWorker({ container: { socketPath: docker.socketPath, imageName: SLOW, egressImage: docker.egressImage } });
     const started = Date.now();
-    const res = await worker.api("POST", `/api/rooms/${randomUUID()}/sandbox/exec`, { cmd: "sleep 40", timeoutMs: 25_000 });
+    const res = await exec(worker, randomUUID(), "sleep 40", { timeoutMs: 25_000 });
     const ms = Date.now() - started;
     assert.ok(ms < 28_000, `answered after ${ms} ms`);
     assert.equal(res.status, 200, res.text);

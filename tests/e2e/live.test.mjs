@@ -11,11 +11,11 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, test } from "node:test";
 
-import { logged, upgrade, watch } from "./support/feed.mjs";
+import { closing, first, logged, protocols, upgrade, watch } from "./support/feed.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const ofType = (type) => (events) => events.filter((e) => e.type === type);
-const first = (type) => (events) => events.find((e) => e.type === type);
 
 describe("the live feed", () => {
   let stack, worker;
@@ -117,7 +117,7 @@ describe("the live feed", () => {
     big.ws.send(new Uint8Array(1025));
     text.ws.send("x".repeat(1025));
     for (const w of [big, text]) {
-      await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+      await w.until(closing(w));
       if (w.closed()) assert.equal(w.closed().code, 1009);
     }
     await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo still" });
@@ -134,7 +134,7 @@ describe("the live feed", () => {
     const closed = await w.until(first("closed"));
     assert.equal(closed.reason, "deleted");
     assert.equal(closed, w.events.at(-1), "the last event");
-    await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+    await w.until(closing(w));
     if (w.closed()) assert.equal(w.closed().code, 4410);
   });
 
@@ -164,7 +164,7 @@ describe("the live feed", () => {
     }
     // The close frame (4008) has reached it: its socket is closing (the
     // code shows once the connection ends, here when the worker stops).
-    await slow.until(() => slow.ws.readyState >= WebSocket.CLOSING || null);
+    await slow.until(closing(slow));
     assert.ok(logged(slow.events).length <= 256, `${logged(slow.events).length} events reached the slow watcher`);
     if (slow.closed()) assert.equal(slow.closed().code, 4008);
     await fast.until((events) => ofType("command_end")(events).length === 5);
@@ -176,7 +176,6 @@ describe("the live feed", () => {
 describe("the live feed with a token", () => {
   let worker;
   const TOKEN = "s3cret/with+odd=chars";
-  const b64 = Buffer.from(TOKEN).toString("base64url");
   before(async () => {
     worker = await startWorker({ vars: { DUET_API_TOKEN: TOKEN } });
   });
@@ -186,9 +185,9 @@ describe("the live feed with a token", () => {
     const room = randomUUID();
     const refused = watch(worker.url, room);
     await assert.rejects(refused.opened);
-    const wrong = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${Buffer.from("nope").toString("base64url")}`] });
+    const wrong = watch(worker.url, room, { protocols: protocols("nope") });
     await assert.rejects(wrong.opened);
-    const allowed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64}`] });
+    const allowed = watch(worker.url, room, { protocols: protocols(TOKEN) });
     assert.equal(await allowed.opened, "duet.v1");
     await allowed.until(first("hello"));
     allowed.close();
@@ -207,14 +206,13 @@ describe("the live feed of a room that expires", () => {
     worker = stack.worker;
   });
   after(() => stack.stop());
-  /** Which objects logged the room's expiry, once one has. */
-  async function expiries(room) {
-    for (let i = 0; i < 50; i++) {
+  /** Which objects logged the room's expiry, once one has (none if none has within 5 s). */
+  function expiries(room) {
+    const expired = () => {
       const objects = worker.logs.filter((l) => l.includes('"event":"expire"') && l.includes(room)).map((l) => JSON.parse(l).object);
-      if (objects.length) return objects;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return [];
+      return objects.length > 0 && objects;
+    };
+    return until("the room's expiry", expired, 5_000).catch(() => []);
   }
 
   test("a room that only chats: its history expires, and the watchers are told", async () => {
@@ -224,7 +222,7 @@ describe("the live feed of a room that expires", () => {
     const closed = await w.until(first("closed"), TTL_S * 1000 + 8_000);
     assert.equal(closed.reason, "expired");
     assert.deepEqual(await expiries(room), ["DuetAgent"]);
-    await w.until(() => w.ws.readyState >= WebSocket.CLOSING || null);
+    await w.until(closing(w));
   });
 
   test("a room whose files expire while its history is in use: the watchers are told", async () => {
@@ -272,21 +270,13 @@ describe("whether anyone watches", () => {
     }
   }
 
-  async function until(check, ms = 5_000) {
-    const end = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > end) throw new Error("timed out");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   test("the last watcher's leaving is told, in a room that never ran a command", async () => {
     const room = randomUUID();
     const a = watch(worker.url, room);
     await a.until(first("hello"));
-    await until(() => agentWatching() === 1);
+    await until("the agent to hear of a watcher", () => agentWatching() === 1, 5_000);
     a.close();
-    await until(() => agentWatching() === 0);
+    await until("the agent to hear the last watcher left", () => agentWatching() === 0, 5_000);
   });
 });
 
@@ -305,7 +295,7 @@ describe("a restart between two messages", () => {
       for (const w of watchers) await w.until(first("hello"));
       // An exchange the model never answers: in flight when the worker goes.
       inFlight = old.api("POST", `/api/rooms/${room}/message`, { text: "stall" }).then((res) => res, (e) => e);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
     } finally {
       await old.stop();
     }

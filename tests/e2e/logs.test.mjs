@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { client, startSandboxd, startWorker } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 
 test("one JSON line per request, causes of errors, nothing private", async () => {
   const token = "tok-9f8e7d6c5b4a";
@@ -19,7 +20,7 @@ test("one JSON line per request, causes of errors, nothing private", async () =>
     await api("POST", "/api/rooms/log-room/message", { text: "raw <run>echo agent-$((40+2))-output</run>" });
     await api("POST", "/api/rooms/log-room/message", { text: 5 });
     await client(worker.url)("GET", "/api/rooms/log-room/messages");
-    await new Promise((r) => setTimeout(r, 200)); // let the last lines arrive
+    await sleep(200); // let the last lines arrive
 
     const lines = worker.logs.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
     const requests = lines.filter((l) => "route" in l);

@@ -15,12 +15,12 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as TransportV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-import { watch } from "./support/feed.mjs";
-import { alone, client, ROOT, startStack } from "./support/stack.mjs";
+import { protocols, watch } from "./support/feed.mjs";
+import { bearer, invite } from "./support/rooms.mjs";
+import { alone, ROOT, startStack } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 
 const SERVICE = "service-t0ken";
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const b64 = (text) => Buffer.from(text).toString("base64url");
 
 const CLIENTS = {
   "v2 (legacy handshake)": (url, token) => connectV2(url, token, undefined),
@@ -41,14 +41,9 @@ async function connectV2(url, token, versionNegotiation) {
 
 describe("each room is an MCP server", () => {
   let stack, worker;
-  const as = (token) => client(worker.url, token ? { authorization: `Bearer ${token}` } : {});
+  const as = (token) => bearer(worker.url, token);
   const service = () => as(SERVICE);
   const mcpUrl = (room) => `${worker.url}/api/rooms/${room}/mcp`;
-  async function invite(room, role, name) {
-    const res = await service()("POST", `/api/rooms/${room}/invites`, { role, name });
-    assert.equal(res.status, 200, res.text);
-    return res.json.token;
-  }
   /** One JSON-RPC POST by hand, with the given headers. */
   const rpc = (room, body, headers = {}, token = SERVICE) =>
     as(token)("POST", `/api/rooms/${room}/mcp`, typeof body === "string" ? body : JSON.stringify(body), { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers });
@@ -63,9 +58,9 @@ describe("each room is an MCP server", () => {
   for (const [name, connect] of Object.entries(CLIENTS)) {
     test(`TS ${name}: lists tools, runs a command a watcher sees on the feed, reads history, sends a message`, async () => {
       const room = randomUUID();
-      const writer = await invite(room, "writer", "ana-agent");
-      const watcherToken = await invite(room, "watcher", "bo");
-      const feed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64(watcherToken)}`] });
+      const { token: writer } = await invite(service(), room, "writer", { name: "ana-agent" });
+      const { token: watcherToken } = await invite(service(), room, "watcher", { name: "bo" });
+      const feed = watch(worker.url, room, { protocols: protocols(watcherToken) });
       await feed.opened;
       const c = await connect(mcpUrl(room), writer);
       try {
@@ -121,7 +116,7 @@ describe("each room is an MCP server", () => {
 
   test("a watcher's token lists only the read-only tools and is refused the others", async () => {
     const room = randomUUID();
-    const watcher = await invite(room, "watcher", "bo");
+    const { token: watcher } = await invite(service(), room, "watcher", { name: "bo" });
     for (const connect of [CLIENTS["v2 (auto)"], CLIENTS.v1]) {
       const c = await connect(mcpUrl(room), watcher);
       try {
@@ -146,7 +141,7 @@ describe("each room is an MCP server", () => {
 
   test("a room carries out at most 8 calls at once; the ninth is told to try again", async () => {
     const room = randomUUID();
-    const writer = await invite(room, "writer", "busy-agent");
+    const { token: writer } = await invite(service(), room, "writer", { name: "busy-agent" });
     const call = (i) => rpc(room, request("tools/call", { name: "run_command", arguments: { command: "sleep 2" } }, i), { "mcp-protocol-version": "2025-11-25" }, writer);
     // Nine at once: the shell runs one command at a time, so the first
     // ends two seconds after the others have all arrived.
@@ -162,9 +157,9 @@ describe("each room is an MCP server", () => {
     const python = path.join(ROOT, "target/mcp-venv/bin/python");
     assert.ok(fs.existsSync(python), "the venv is made by scripts/test (ensure_mcp_venv in scripts/tools.sh)");
     const room = randomUUID();
-    const writer = await invite(room, "writer", "py-agent");
-    const watcherToken = await invite(room, "watcher", "py-watcher");
-    const feed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64(watcherToken)}`] });
+    const { token: writer } = await invite(service(), room, "writer", { name: "py-agent" });
+    const { token: watcherToken } = await invite(service(), room, "watcher", { name: "py-watcher" });
+    const feed = watch(worker.url, room, { protocols: protocols(watcherToken) });
     await feed.opened;
     await service()("POST", `/api/rooms/${room}/message`, { text: "before python", userId: "ana" });
     const script = path.join(ROOT, "tests/e2e/support/mcp_client.py");
@@ -241,7 +236,7 @@ describe("each room is an MCP server", () => {
 
   test("a call during DELETE of the room is a tool error, not a failed request", async () => {
     const room = randomUUID();
-    const writer = await invite(room, "writer", "ana");
+    const { token: writer } = await invite(service(), room, "writer", { name: "ana" });
     const c = await CLIENTS["v2 (legacy handshake)"](mcpUrl(room), writer);
     try {
       const running = c.callTool({ name: "run_command", arguments: { command: "sleep 3; echo late" } });
@@ -264,7 +259,7 @@ describe("each room is an MCP server", () => {
     assert.equal(set.status, 200, set.text);
     const made = await service()("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo keep > victim" });
     assert.equal(made.status, 200, made.text);
-    const writer = await invite(room, "writer", "ana-agent");
+    const { token: writer } = await invite(service(), room, "writer", { name: "ana-agent" });
     const c = await CLIENTS["v2 (auto)"](mcpUrl(room), writer);
     const run = (command) => c.callTool({ name: "run_command", arguments: { command } });
     /** At most 8 calls at once, the room's bound. */
@@ -318,8 +313,8 @@ describe("each room is an MCP server", () => {
     const room = randomUUID();
     const set = await service()("PUT", `/api/rooms/${room}/policy`, { agentCommands: "ask", deny: ["rm"] });
     assert.equal(set.status, 200, set.text);
-    const writer = await invite(room, "writer", "ana-agent");
-    const feed = watch(worker.url, room, { protocols: ["duet.v1", `duet.auth.${b64(SERVICE)}`] });
+    const { token: writer } = await invite(service(), room, "writer", { name: "ana-agent" });
+    const feed = watch(worker.url, room, { protocols: protocols(SERVICE) });
     await feed.opened;
     const c = await CLIENTS["v2 (auto)"](mcpUrl(room), writer);
     try {

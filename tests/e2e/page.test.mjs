@@ -23,7 +23,9 @@ import { after, before, describe, test } from "node:test";
 
 import { chromium } from "playwright-core";
 
+import { bearer, invite } from "./support/rooms.mjs";
 import { freePort, pageAssets, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // As a sandboxed machine runs it: no GPU, no network but loopback, no setuid sandbox as root.
@@ -166,7 +168,7 @@ describe("the web page", () => {
     assert.match(await page.evaluate(() => window.sockets[1].socket.url), /\?since=\d+$/, "it resumes");
     await statusIs(page, "live");
     await run("after");
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     assert.deepEqual(await shown("after"), all("after"), "every command after the reconnect");
     const [, second, ...more] = await sockets(page);
     assert.ok(second.events > 3 * COMMANDS, `${second.events} events on the second socket`);
@@ -258,14 +260,8 @@ describe("the web page", () => {
     const page = await context.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(e.message));
-    const until = async (check, what) => {
-      for (let i = 0; !check(); i++) {
-        if (i > 200) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    };
     const socket = async (n) => {
-      await until(() => feeds.length >= n, `socket ${n}`);
+      await until(`socket ${n}`, () => feeds.length >= n, 5_000);
       return feeds[n - 1];
     };
     const send = (feed, ...events) => events.forEach((e) => feed.ws.send(JSON.stringify(e)));
@@ -288,12 +284,12 @@ describe("the web page", () => {
     await shows("$ echo one\none\n[exit 0]");
     assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
     send(first, { type: "pong" }, { type: "heartbeat", seq: 7 });
-    await until(() => first.sent.includes('{"type":"ack","seq":7}'), "the ack");
+    await until("the ack", () => first.sent.includes('{"type":"ack","seq":7}'), 5_000);
     // A heartbeat is answered even when nothing new was shown since.
     const acks = () => first.sent.filter((m) => m === '{"type":"ack","seq":7}').length;
     const acked = acks();
     send(first, { type: "heartbeat", seq: 7 });
-    await until(() => acks() > acked, "the heartbeat's answer");
+    await until("the heartbeat's answer", () => acks() > acked, 5_000);
 
     // Too slow (4008): back with since; a resumed hello keeps what is shown.
     first.ws.close({ code: 4008, reason: "too slow" });
@@ -315,7 +311,7 @@ describe("the web page", () => {
     send(third, hello(3, true), { type: "closed", seq: 3, reason: "deleted" });
     third.ws.close({ code: 4410, reason: "deleted" });
     await statusIs(page, "the room was deleted; reload the page to start it afresh");
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await sleep(1500);
     assert.equal(feeds.length, 3, "no reconnect to a deleted room");
     assert.deepEqual(errors, []);
     await context.close();
@@ -347,7 +343,7 @@ describe("the web page", () => {
     assert.match(await page.textContent("#chat"), /the room was deleted: its history and files are gone/);
     await page.waitForFunction(() => window.sockets[0].closes.length === 1, null, { timeout: 10_000 });
     assert.deepEqual((await sockets(page))[0].closes, [4410]);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await sleep(1500);
     assert.equal((await sockets(page)).length, 1, "no reconnect to a deleted room");
   });
 
@@ -498,14 +494,13 @@ describe("the web page with DUET_API_TOKEN", () => {
     await statusIs(owner.page, "live");
     const room = new URL(owner.page.url()).pathname.split("/").pop();
     const api = (method, route, body) => worker.api(method, `/api/rooms/${room}${route}`, body, { authorization: `Bearer ${TOKEN}` });
-    const invite = async (role, name) => {
-      const res = await api("POST", "/invites", { role, name });
-      assert.equal(res.status, 200, res.text);
-      const page = await open(() => undefined, undefined, res.json.link);
+    const invited = async (role, name) => {
+      const { link } = await invite(bearer(worker.url, TOKEN), room, role, { name });
+      const page = await open(() => undefined, undefined, link);
       await page.page.waitForFunction((r) => document.getElementById("role").textContent === `you: ${r}`, role);
       return page;
     };
-    const writer = await invite("writer", "bo");
+    const writer = await invited("writer", "bo");
     const mode = (p) => p.page.evaluate(() => [document.getElementById("mode").value, document.getElementById("mode").disabled]);
     const asked = (p) => p.page.waitForFunction(() => document.getElementById("asks").textContent.includes("echo approved-$((6*7))"));
 
@@ -519,7 +514,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await owner.page.keyboard.press("Enter");
     await asked(owner);
     await asked(writer);
-    const watcher = await invite("watcher", "wanda");
+    const watcher = await invited("watcher", "wanda");
     const pages = [owner, writer, watcher];
     await asked(watcher);
     await watcher.page.waitForFunction(() => document.getElementById("mode").value === "ask");
@@ -569,7 +564,7 @@ describe("the web page with DUET_API_TOKEN", () => {
   test("a dismissed prompt stops the retries; the token button tries again", async () => {
     const { page, prompts } = await open((_, n) => (n === 1 ? undefined : TOKEN), "wrong-token");
     await statusIs(page, "not allowed: wrong or missing token");
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await sleep(2000);
     assert.equal((await sockets(page)).length, 1, "no retry with the wrong token");
     assert.equal(prompts.length, 1);
     await page.getByRole("button", { name: "API token…" }).click();

@@ -33,7 +33,9 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
+import { exec } from "./support/rooms.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
+import { until } from "./support/wait.mjs";
 
 const IMAGE = "duet-sandbox:test";
 
@@ -69,7 +71,6 @@ function exchange(socket) {
 }
 
 function rooms(docker, worker) {
-  const exec = (room, cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
   /** The one container of the image holding the room's workspace. */
   const containerOf = (room) => {
     const found = docker.containersOf(IMAGE).filter((c) => c.root !== null && fs.existsSync(path.join(c.root, `sandbox-${room}`)));
@@ -80,12 +81,12 @@ function rooms(docker, worker) {
   async function open(cmd) {
     const room = randomUUID();
     const started = Date.now();
-    const res = await exec(room, cmd);
+    const res = await exec(worker, room, cmd);
     assert.equal(res.status, 200, res.text);
     const c = containerOf(room);
     return { room, c, sidecar: c.hostConfig.NetworkMode.replace(/^container:/, ""), started };
   }
-  return { exec, containerOf, open };
+  return { containerOf, open };
 }
 
 describe("SANDBOX_INTERNET, through workerd, to the container's network", () => {
@@ -125,9 +126,8 @@ describe("SANDBOX_INTERNET, through workerd, to the container's network", () => 
   }
 
   test("a value that is neither on nor off starts no container: a JSON 503 naming the setting", async () => {
-    const { exec } = rooms(docker, workers.typo);
     const before = docker.containersOf(IMAGE).length;
-    const res = await exec(randomUUID(), "echo hi");
+    const res = await exec(workers.typo, randomUUID(), "echo hi");
     assert.equal(res.status, 503, res.text);
     assert.match(res.json.error, /SANDBOX_INTERNET is "of"; set it to "on" or "off"/);
     assert.equal(docker.containersOf(IMAGE).length, before, "no container created");
@@ -152,11 +152,11 @@ describe("the runtime keeps a container for its inactivity timeout once its obje
   /** Waits (at most `ms` from `since`) until the container and its sidecar are gone from the engine; resolves with the ms from `since` until the container went. */
   async function removal(c, sidecar, since, ms) {
     let went;
-    while (Date.now() - since < ms) {
+    const gone = () => {
       if (!docker.container(c.id)) went ??= Date.now() - since;
-      if (went !== undefined && !docker.container(sidecar)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      return went !== undefined && !docker.container(sidecar);
+    };
+    await until("the container and its sidecar to go", gone, since + ms - Date.now(), { every: 50 }).catch(() => {});
     return went;
   }
   /** The container and its sidecar are gone, removed by workerd; no sleep did it. */
@@ -168,12 +168,12 @@ describe("the runtime keeps a container for its inactivity timeout once its obje
   }
 
   test("an object gone within the timeout: the next command finds the same container, shell and all", async () => {
-    const { exec, containerOf, open } = rooms(docker, worker);
+    const { containerOf, open } = rooms(docker, worker);
     const { room, c } = await open("mkdir kept && cd kept && export KEPT=yes");
     const pid = c.pid;
     await evict(room);
     assert.equal(c.status, "running", "kept after its object went");
-    const res = await exec(room, 'echo "$(basename "$PWD") $KEPT"');
+    const res = await exec(worker, room, 'echo "$(basename "$PWD") $KEPT"');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "kept yes\n");
     assert.equal(containerOf(room), c);
@@ -182,7 +182,7 @@ describe("the runtime keeps a container for its inactivity timeout once its obje
   });
 
   test("an object gone for longer: its container is removed when the timeout runs out, not before", async () => {
-    const { exec, containerOf, open } = rooms(docker, worker);
+    const { containerOf, open } = rooms(docker, worker);
     const { room, c, sidecar, started } = await open("echo data > f.txt");
     await evict(room);
     assert.equal(c.status, "running", "kept after its object went");
@@ -191,7 +191,7 @@ describe("the runtime keeps a container for its inactivity timeout once its obje
     assert.ok(after >= TIMEOUT_MS, `removed ${after} ms after the command, not before the timeout`);
 
     // The next command starts afresh: files since the last sleep are lost.
-    const res = await exec(room, "cat f.txt 2>/dev/null || echo none");
+    const res = await exec(worker, room, "cat f.txt 2>/dev/null || echo none");
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "none\n");
     assert.notEqual(containerOf(room).id, c.id);
@@ -219,7 +219,7 @@ describe("SANDBOX_URL: SANDBOX_INTERNET is not enforced there", () => {
 
   test("commands run, and reach what sandboxd's host reaches", async () => {
     const cmd = `exec 3<>/dev/tcp/127.0.0.1/${remote.port}; echo ping >&3; head -n 1 <&3`;
-    const res = await stack.worker.api("POST", `/api/rooms/${randomUUID()}/sandbox/exec`, { cmd });
+    const res = await exec(stack.worker, randomUUID(), cmd);
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "pong ping\n");
   });

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { logged, upgrade, watch } from "./support/feed.mjs";
+import { first, logged, upgrade, watch } from "./support/feed.mjs";
+import { exec } from "./support/rooms.mjs";
 import { startStack, startWorker } from "./support/stack.mjs";
 
-const first = (type) => (events) => events.find((e) => e.type === type);
 const TERMINAL = new Set(["command", "output", "command_end"]);
 /** What a terminal shows of a watcher's events: commands, output, ends. */
 const pane = (events) => events.filter((e) => TERMINAL.has(e.type)).map((e) => (e.type === "command" ? `$ ${e.cmd}\n` : e.type === "output" ? e.data : `[exit ${e.exitCode}]\n`)).join("");
@@ -24,21 +24,20 @@ describe("rejoining the live feed", () => {
     worker = stack.worker;
   });
   after(() => stack.stop());
-  const exec = (room, cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
 
   test("a watcher that lost its socket resumes: what it missed comes once, in order, and nothing else", async () => {
     const room = randomUUID();
     const steady = watch(worker.url, room);
     const dropped = watch(worker.url, room);
     await Promise.all([steady.until(first("hello")), dropped.until(first("hello"))]);
-    await exec(room, "echo before");
+    await exec(worker, room, "echo before");
     await dropped.until((events) => events.some((e) => e.type === "command_end"));
     const since = lastSeq(dropped);
     dropped.close();
     await dropped.until(() => dropped.closed());
-    await exec(room, "for i in 1 2 3; do echo line $i; sleep 0.1; done");
+    await exec(worker, room, "for i in 1 2 3; do echo line $i; sleep 0.1; done");
     await worker.api("POST", `/api/rooms/${room}/message`, { text: "while away", userId: "ana" });
-    await exec(room, "echo err >&2; false");
+    await exec(worker, room, "echo err >&2; false");
 
     const back = watch(worker.url, room, { since });
     const hello = await back.until(first("hello"));
@@ -52,7 +51,7 @@ describe("rejoining the live feed", () => {
     assert.match(pane(logged(back.events)), /^\$ for i.*\nline 1\nline 2\nline 3\n\[exit 0\]\n\$ echo err.*\nerr\n\[exit 1\]\n$/s);
     assert.ok(logged(back.events).some((e) => e.type === "message" && e.message.text === "while away"));
     // Then it is live again.
-    await exec(room, "echo live again");
+    await exec(worker, room, "echo live again");
     await back.until((events) => events.some((e) => e.type === "output" && e.data === "live again\n"));
     for (const w of [steady, back]) w.close();
   });
@@ -61,11 +60,11 @@ describe("rejoining the live feed", () => {
     const room = randomUUID();
     const early = watch(worker.url, room);
     await early.until(first("hello"));
-    await exec(room, "printf 'a\\nb\\n'");
+    await exec(worker, room, "printf 'a\\nb\\n'");
     early.close();
     // Nobody watches these: their output reaches the log whole, at the end.
-    await exec(room, "ls / | head -3; python3 --version 2>&1 || true");
-    await exec(room, "printf 'x%.0s' $(seq 1 40000) >&2");
+    await exec(worker, room, "ls / | head -3; python3 --version 2>&1 || true");
+    await exec(worker, room, "printf 'x%.0s' $(seq 1 40000) >&2");
     const late = watch(worker.url, room);
     const hello = await late.until(first("hello"));
     assert.equal(hello.resumed, false);
@@ -83,7 +82,7 @@ describe("rejoining the live feed", () => {
 
   test("the terminal's recent past is bounded: whole events up to 64 KiB, from a command on", async () => {
     const room = randomUUID();
-    for (let i = 0; i < 4; i++) await exec(room, `head -c 30000 /dev/zero | tr '\\0' ${i}`);
+    for (let i = 0; i < 4; i++) await exec(worker, room, `head -c 30000 /dev/zero | tr '\\0' ${i}`);
     const late = watch(worker.url, room);
     const { recent } = await late.until(first("hello"));
     const bytes = recent.reduce((n, e) => n + JSON.stringify({ ...e, seq: undefined }).length, 0);
@@ -127,12 +126,12 @@ describe("rejoining the live feed", () => {
 
   test("the log outlives the object's eviction: a resume after it misses nothing", async () => {
     const room = randomUUID();
-    await exec(room, "echo one");
+    await exec(worker, room, "echo one");
     const w = watch(worker.url, room);
     const hello = await w.until(first("hello"));
     w.close();
     await worker.evict("Sandbox", `sandbox-${room}`);
-    await exec(room, "echo two");
+    await exec(worker, room, "echo two");
     const back = watch(worker.url, room, { since: hello.seq });
     assert.equal((await back.until(first("hello"))).resumed, true);
     await back.until((events) => events.some((e) => e.type === "command_end") || null);
@@ -145,7 +144,7 @@ describe("rejoining the live feed", () => {
     const answering = watch(worker.url, room);
     const silent = watch(worker.url, room, { ack: false });
     await Promise.all([answering.until(first("hello")), silent.until(first("hello"))]);
-    const ran = exec(room, "sleep 1.5; echo done");
+    const ran = exec(worker, room, "sleep 1.5; echo done");
     const beats = await answering.until((events) => (events.filter((e) => e.type === "heartbeat").length >= 3 ? events.filter((e) => e.type === "heartbeat") : null));
     const started = answering.events.find((e) => e.type === "command");
     assert.ok(beats.every((b) => b.seq === started.seq), "a heartbeat carries the newest event's number");
@@ -191,10 +190,10 @@ describe("the log across a restart", () => {
     const room = randomUUID();
     let since;
     try {
-      await old.worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo kept" });
+      await exec(old.worker, room, "echo kept");
       const w = watch(old.worker.url, room);
       since = (await w.until(first("hello"))).seq;
-      await old.worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo missed" });
+      await exec(old.worker, room, "echo missed");
       w.close();
     } finally {
       await old.worker.stop();

@@ -9,17 +9,14 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { upgrade, watch } from "./support/feed.mjs";
-import { client, startStack, startWorker } from "./support/stack.mjs";
+import { closing, first, protocols, upgrade, watch } from "./support/feed.mjs";
+import { bearer, invite } from "./support/rooms.mjs";
+import { startStack, startWorker } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 
 const SERVICE = "service-t0ken";
 const RANK = { watcher: 0, writer: 1, owner: 2 };
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const b64 = (bytes) => Buffer.from(bytes).toString("base64url");
-/** The subprotocols a browser offers with `token` (bytes or text). */
-const protocols = (token) => ["duet.v1", `duet.auth.${b64(token)}`];
-const first = (type) => (events) => events.find((e) => e.type === type);
-const closing = (w) => () => w.ws.readyState >= WebSocket.CLOSING || null;
 
 /** Every public room route: the role it needs, and its answer when allowed. */
 const ROUTES = [
@@ -45,12 +42,7 @@ const ROUTES = [
 
 describe("roles in token mode", () => {
   let stack, worker;
-  const as = (token) => client(worker.url, token ? { authorization: `Bearer ${token}` } : {});
-  async function invite(room, role, extra = {}, by = SERVICE) {
-    const res = await as(by)("POST", `/api/rooms/${room}/invites`, { role, ...extra });
-    assert.equal(res.status, 200, res.text);
-    return res.json;
-  }
+  const as = (token) => bearer(worker.url, token);
   before(async () => {
     stack = await startStack({ vars: { DUET_API_TOKEN: SERVICE } });
     worker = stack.worker;
@@ -60,7 +52,7 @@ describe("roles in token mode", () => {
   test("an invite answers its token, role, expiry and a link with the token in the fragment", async () => {
     const room = randomUUID();
     const before = Date.now();
-    const made = await invite(room, "writer", { ttlSeconds: 600, name: "bo" });
+    const made = await invite(as(SERVICE), room, "writer", { ttlSeconds: 600, name: "bo" });
     assert.deepEqual(Object.keys(made).sort(), ["expiresAt", "link", "role", "token"]);
     assert.equal(made.role, "writer");
     assert.match(made.token, /^duet1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
@@ -75,7 +67,7 @@ describe("roles in token mode", () => {
   test("every role on every route: allowed at or above its role, a 403 naming the role below it", async () => {
     for (const role of ["watcher", "writer", "owner"]) {
       const room = randomUUID();
-      let { token } = await invite(room, role);
+      let { token } = await invite(as(SERVICE), room, role);
       for (const route of ROUTES) {
         const res = await route.call(as(token), room);
         if (RANK[role] >= RANK[route.needs]) {
@@ -92,8 +84,8 @@ describe("roles in token mode", () => {
 
   test("a room token's name stands in the audit and on the feed; a userId beside it is self-declared; refusals by role are audited", async () => {
     const room = randomUUID();
-    const { token: bo } = await invite(room, "writer", { name: "bo" });
-    const { token: vi } = await invite(room, "watcher", { name: "vi" });
+    const { token: bo } = await invite(as(SERVICE), room, "writer", { name: "bo" });
+    const { token: vi } = await invite(as(SERVICE), room, "watcher", { name: "vi" });
     const seen = watch(worker.url, room, { protocols: protocols(SERVICE) });
     await seen.until(first("hello"));
     const ran = await as(bo)("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo by-bo", userId: "ana (owner)" });
@@ -139,7 +131,7 @@ describe("roles in token mode", () => {
   test("every role watches the feed, told its role and name; only writers and owners name themselves", async () => {
     const room = randomUUID();
     const tokens = {};
-    for (const role of ["watcher", "writer", "owner"]) tokens[role] = (await invite(room, role, role === "watcher" ? { name: "ana" } : {})).token;
+    for (const role of ["watcher", "writer", "owner"]) tokens[role] = (await invite(as(SERVICE), room, role, role === "watcher" ? { name: "ana" } : {})).token;
     const service = watch(worker.url, room, { protocols: protocols(SERVICE) });
     const hello = await service.until(first("hello"));
     assert.deepEqual([hello.role, hello.name, hello.invites], ["owner", undefined, true]);
@@ -177,7 +169,7 @@ describe("roles in token mode", () => {
 
   test("a token of one room is refused in every other room, on every route and the feed", async () => {
     const [mine, other] = [randomUUID(), randomUUID()];
-    const { token } = await invite(mine, "owner");
+    const { token } = await invite(as(SERVICE), mine, "owner");
     for (const route of ROUTES) {
       const res = await route.call(as(token), other);
       assert.equal(res.status, 401, route.name);
@@ -190,7 +182,7 @@ describe("roles in token mode", () => {
 
   test("a token expires: refused after its time, and its socket closed at the next event", async () => {
     const room = randomUUID();
-    const made = await invite(room, "writer", { ttlSeconds: 2 });
+    const made = await invite(as(SERVICE), room, "writer", { ttlSeconds: 2 });
     assert.equal((await as(made.token)("GET", `/api/rooms/${room}/messages`)).status, 200);
     const w = watch(worker.url, room, { protocols: protocols(made.token) });
     await w.until(first("hello"));
@@ -211,8 +203,8 @@ describe("roles in token mode", () => {
 
   test("revoking ends every room token at once, connected sockets within a second (hibernated ones too), not the service token", async () => {
     const room = randomUUID();
-    const watcher = (await invite(room, "watcher")).token;
-    const writer = (await invite(room, "writer")).token;
+    const watcher = (await invite(as(SERVICE), room, "watcher")).token;
+    const writer = (await invite(as(SERVICE), room, "writer")).token;
     const sockets = [watch(worker.url, room, { protocols: protocols(watcher) }), watch(worker.url, room, { protocols: protocols(writer) })];
     const service = watch(worker.url, room, { protocols: protocols(SERVICE) });
     for (const w of [...sockets, service]) await w.until(first("hello"));
@@ -239,14 +231,14 @@ describe("roles in token mode", () => {
     await service.until((events) => events.filter((e) => e.type === "presence").at(-1)?.watchers.length === 1);
     assert.equal(service.closed(), null);
     service.close();
-    const again = await invite(room, "writer");
+    const again = await invite(as(SERVICE), room, "writer");
     assert.equal((await as(again.token)("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "true" })).status, 200, "new invites work");
   });
 
   test("an owner's token: what it makes lasts no longer than it, and revoking with it hands back a new one", async () => {
     const room = randomUUID();
-    const owner = await invite(room, "owner", { ttlSeconds: 60, name: "olga" });
-    const made = await invite(room, "watcher", { ttlSeconds: 86400 }, owner.token);
+    const owner = await invite(as(SERVICE), room, "owner", { ttlSeconds: 60, name: "olga" });
+    const made = await invite(as(owner.token), room, "watcher", { ttlSeconds: 86400 });
     assert.equal(made.expiresAt, owner.expiresAt);
     const res = await as(owner.token)("DELETE", `/api/rooms/${room}/invites`);
     assert.equal(res.status, 200);
@@ -262,16 +254,16 @@ describe("roles in token mode", () => {
 
   test("deleting the room ends its tokens, and a room made afresh under its id takes none of them", async () => {
     const room = randomUUID();
-    const { token } = await invite(room, "writer");
+    const { token } = await invite(as(SERVICE), room, "writer");
     assert.equal((await as(SERVICE)("DELETE", `/api/rooms/${room}`)).status, 200);
     assert.equal((await as(token)("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "true" })).status, 401);
-    await invite(room, "writer");
+    await invite(as(SERVICE), room, "writer");
     assert.equal((await as(token)("GET", `/api/rooms/${room}/messages`)).status, 401);
   });
 
   test("one flipped bit anywhere in a token, or any part cut off, is a 401", async () => {
     const room = randomUUID();
-    const { token } = await invite(room, "watcher");
+    const { token } = await invite(as(SERVICE), room, "watcher");
     const bytes = Buffer.from(token);
     // Through the feed's URL without an upgrade: the token as a subprotocol
     // carries any byte; a valid one passes every check and is told to upgrade.
@@ -308,7 +300,7 @@ describe("roles in token mode", () => {
 
   test("the room's objects take the claims of the very token the front door checked", async () => {
     const room = randomUUID();
-    const { token } = await invite(room, "watcher");
+    const { token } = await invite(as(SERVICE), room, "watcher");
     const [head, payload, mac] = token.split(".");
     const claims = JSON.parse(Buffer.from(payload, "base64url"));
     // A room token of a stale generation beside the service token: the
@@ -369,8 +361,8 @@ describe("access modes", () => {
 
   test("tokens are signed with DUET_TOKEN_KEY when set, else with a key derived from DUET_API_TOKEN", async () => {
     const room = randomUUID();
-    const tokenOf = async (worker, service) => (await client(worker.url, { authorization: `Bearer ${service}` })("POST", `/api/rooms/${room}/invites`, { role: "watcher" })).json.token;
-    const historyWith = async (worker, token) => (await client(worker.url, { authorization: `Bearer ${token}` })("GET", `/api/rooms/${room}/messages`)).status;
+    const tokenOf = async (worker, service) => (await bearer(worker.url, service)("POST", `/api/rooms/${room}/invites`, { role: "watcher" })).json.token;
+    const historyWith = async (worker, token) => (await bearer(worker.url, token)("GET", `/api/rooms/${room}/messages`)).status;
     // A new service token ends the tokens of a derived key...
     let worker = await startWorker({ ai: "none", vars: { DUET_API_TOKEN: "one" } });
     const derived = await tokenOf(worker, "one");

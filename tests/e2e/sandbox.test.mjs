@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
+import { exec } from "./support/rooms.mjs";
 import { freePort, startStack, startWorker } from "./support/stack.mjs";
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -16,11 +17,10 @@ describe("sandbox exec, <run> tags and cleanup", () => {
   });
   after(() => stack.stop());
   const newRoom = () => randomUUID();
-  const exec = (room, cmd, extra = {}) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd, ...extra });
 
   test("exec answers the documented result", async () => {
     const room = newRoom();
-    const res = await exec(room, "echo hi");
+    const res = await exec(worker, room, "echo hi");
     assert.equal(res.status, 200);
     assert.equal(res.json.sandboxName, `sandbox-${room}`);
     const r = res.json.result;
@@ -33,21 +33,21 @@ describe("sandbox exec, <run> tags and cleanup", () => {
   });
 
   test("a failing command is still a 200, with its exit code and stderr", async () => {
-    const res = await exec(newRoom(), "echo out; echo err >&2; (exit 3)");
+    const res = await exec(worker, newRoom(), "echo out; echo err >&2; (exit 3)");
     assert.equal(res.status, 200);
     assert.deepEqual(
       [res.json.result.stdout, res.json.result.stderr, res.json.result.exitCode, res.json.result.success],
       ["out\n", "err\n", 3, false],
     );
-    const exited = await exec(newRoom(), "echo err >&2; exit 4");
+    const exited = await exec(worker, newRoom(), "echo err >&2; exit 4");
     assert.equal(exited.json.result.exitCode, 4);
     assert.match(exited.json.result.stderr, /^err\nsandboxd: the shell ended \(it exited with code 4\); the next command starts in a fresh shell/, "exit says the shell was replaced");
   });
 
   test("files, working directory and environment persist between commands", async () => {
     const room = newRoom();
-    assert.equal((await exec(room, "mkdir -p sub && cd sub && export GREETING=hola && echo data > f.txt")).json.result.exitCode, 0);
-    const res = await exec(room, 'pwd; echo "$GREETING"; cat f.txt');
+    assert.equal((await exec(worker, room, "mkdir -p sub && cd sub && export GREETING=hola && echo data > f.txt")).json.result.exitCode, 0);
+    const res = await exec(worker, room, 'pwd; echo "$GREETING"; cat f.txt');
     const [pwd, greeting, data] = res.json.result.stdout.trim().split("\n");
     assert.match(pwd, /\/sandbox-[0-9a-f-]+\/sub$/);
     assert.deepEqual([greeting, data], ["hola", "data"]);
@@ -55,22 +55,22 @@ describe("sandbox exec, <run> tags and cleanup", () => {
 
   test("two rooms never see each other's sandbox", async () => {
     const [a, b] = [newRoom(), newRoom()];
-    await exec(a, "echo secret > mine.txt && mkdir deep && cd deep");
-    const inB = await exec(b, "ls; pwd");
+    await exec(worker, a, "echo secret > mine.txt && mkdir deep && cd deep");
+    const inB = await exec(worker, b, "ls; pwd");
     assert.equal(inB.json.result.stdout.includes("mine.txt"), false);
     assert.doesNotMatch(inB.json.result.stdout, /deep/);
-    assert.equal((await exec(b, "cat mine.txt")).json.result.success, false);
-    assert.match((await exec(a, "pwd")).json.result.stdout, /deep\n$/);
+    assert.equal((await exec(worker, b, "cat mine.txt")).json.result.success, false);
+    assert.match((await exec(worker, a, "pwd")).json.result.stdout, /deep\n$/);
   });
 
   test("a command over its timeoutMs is stopped and reported", async () => {
     const room = newRoom();
-    const res = await exec(room, "sleep 30", { timeoutMs: 500 });
+    const res = await exec(worker, room, "sleep 30", { timeoutMs: 500 });
     assert.equal(res.status, 200);
     assert.equal(res.json.result.timedOut, true);
     assert.equal(res.json.result.success, false);
     assert.ok(res.json.result.duration < 5000);
-    assert.equal((await exec(room, "echo still here")).json.result.stdout, "still here\n");
+    assert.equal((await exec(worker, room, "echo still here")).json.result.stdout, "still here\n");
   });
 
   test("<run> tags run in order in the room's sandbox and become output blocks", async () => {
@@ -88,7 +88,7 @@ describe("sandbox exec, <run> tags and cleanup", () => {
     assert.equal(blocks.length, 5);
     assert.doesNotMatch(res.json.reply, /<run>|<\/run>/);
     assert.equal(res.json.messages[1].text, res.json.reply, "the stored reply is the final one");
-    assert.match((await exec(room, "pwd")).json.result.stdout, /\/proj\n$/, "the agent shares the room's shell");
+    assert.match((await exec(worker, room, "pwd")).json.result.stdout, /\/proj\n$/, "the agent shares the room's shell");
   });
 
   test("outputs are cut at 500 characters, never inside a multi-byte character", async () => {
@@ -104,12 +104,12 @@ describe("sandbox exec, <run> tags and cleanup", () => {
     const tags = Array.from({ length: 7 }, (_, i) => `<run>echo ${i} >> ran.txt</run>`).join("");
     const res = await worker.api("POST", `/api/rooms/${room}/message`, { text: `raw ${tags}` });
     assert.match(res.json.reply, /\[2 more command\(s\) not run: at most 5 run per answer\]\n\nDone\.$/);
-    assert.equal((await exec(room, "cat ran.txt")).json.result.stdout, "0\n1\n2\n3\n4\n");
+    assert.equal((await exec(worker, room, "cat ran.txt")).json.result.stdout, "0\n1\n2\n3\n4\n");
   });
 
   test("a flood of output cannot make a response larger than its documented bound", async () => {
     const room = newRoom();
-    const res = await exec(room, "head -c 5000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2");
+    const res = await exec(worker, room, "head -c 5000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2");
     assert.equal(res.status, 200);
     assert.equal(res.json.result.truncated, true);
     assert.equal(res.json.result.stdout.length, 1024 * 1024);
@@ -130,7 +130,7 @@ describe("sandbox exec, <run> tags and cleanup", () => {
     assert.equal(res.status, 200);
     assert.deepEqual(res.json, { cleaned: true, roomId: room });
     assert.deepEqual((await worker.api("GET", `/api/rooms/${room}/messages`)).json, { messages: [] });
-    const after = await exec(room, 'ls -A; echo "K=$K"; pwd');
+    const after = await exec(worker, room, 'ls -A; echo "K=$K"; pwd');
     assert.match(after.json.result.stdout, /^K=\n\/.*\/sandbox-[0-9a-f-]+\n$/);
   });
 });

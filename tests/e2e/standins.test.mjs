@@ -15,6 +15,7 @@ import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { pieces, startAiStandin, THINK_MS } from "./support/ai-standin.mjs";
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
 import { freePort, ROOT } from "./support/stack.mjs";
+import { sleep } from "./support/wait.mjs";
 
 const TOKEN_MS = 20;
 const GLM = "@cf/zai-org/glm-4.7-flash";
@@ -368,7 +369,7 @@ describe("the Workers AI stand-in", () => {
     const quiet = Symbol("quiet");
     for (;;) {
       // Read until the stream has been silent for ten tokens' time.
-      const next = await Promise.race([reader.read(), new Promise((resolve) => setTimeout(resolve, 10 * TOKEN_MS, quiet))]);
+      const next = await Promise.race([reader.read(), sleep(10 * TOKEN_MS).then(() => quiet)]);
       if (next === quiet) break;
       assert.ok(!next.done, "the stream does not end");
       text += new TextDecoder().decode(next.value);

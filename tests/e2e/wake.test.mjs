@@ -12,8 +12,10 @@ import { gunzipSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
 
 import { startFakeDocker } from "./support/fake-docker.mjs";
-import { events, sleep, until } from "./support/lifecycle.mjs";
+import { events, untilEvent } from "./support/lifecycle.mjs";
+import { exec } from "./support/rooms.mjs";
 import { ROOT, startSandboxd, startWorker } from "./support/stack.mjs";
+import { sleep, until } from "./support/wait.mjs";
 
 const IDLE_S = 2;
 const VARS = { SANDBOX_IDLE_SECONDS: String(IDLE_S), ROOM_TTL_SECONDS: "3600" };
@@ -68,15 +70,14 @@ for (const [name, start] of Object.entries(PATHS)) {
     after(async () => {
       await place.stop();
     });
-    const exec = (room, cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
-    const slept = (room) => until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"));
+    const slept = (room) => untilEvent(worker, room, "sleep");
 
     test("symlinks that lead through other symlinks come back, in whatever order", async () => {
       const room = randomUUID();
-      const made = await exec(room, "mkdir -p a/b/c && echo deep > a/b/c/f && ln -s a/b/c m && ln -s m/../.. l && ln -s m/f z");
+      const made = await exec(worker, room, "mkdir -p a/b/c && echo deep > a/b/c/f && ln -s a/b/c m && ln -s m/../.. l && ln -s m/f z");
       assert.equal(made.status, 200, made.text);
       await slept(room);
-      const res = await exec(room, "readlink l; readlink z; cat z; ls l");
+      const res = await exec(worker, room, "readlink l; readlink z; cat z; ls l");
       assert.equal(res.status, 200, res.text);
       assert.equal(res.json.result.stdout, "m/../..\nm/f\ndeep\nb\n", res.json.result.stderr);
       assert.equal(events(worker, room).filter((e) => e.event === "wake").length, 1);
@@ -85,9 +86,9 @@ for (const [name, start] of Object.entries(PATHS)) {
 
     test("commands arriving together at a sleeping room share one restore", async () => {
       const room = randomUUID();
-      assert.equal((await exec(room, "echo kept > f.txt")).status, 200);
+      assert.equal((await exec(worker, room, "echo kept > f.txt")).status, 200);
       await slept(room);
-      const answers = await Promise.all(Array.from({ length: 8 }, () => exec(room, "cat f.txt")));
+      const answers = await Promise.all(Array.from({ length: 8 }, () => exec(worker, room, "cat f.txt")));
       for (const res of answers) {
         assert.equal(res.status, 200, res.text);
         assert.equal(res.json.result.stdout, "kept\n");
@@ -98,21 +99,21 @@ for (const [name, start] of Object.entries(PATHS)) {
     test("saved files that cannot come back: an empty workspace, a note, and the archive kept", async () => {
       const room = randomUUID();
       await place.sandboxdArgs([]);
-      const made = await exec(room, 'yes "build output" | head -c 300000 > build.log && echo small > s.txt');
+      const made = await exec(worker, room, 'yes "build output" | head -c 300000 > build.log && echo small > s.txt');
       assert.equal(made.status, 200, made.text);
-      const sleep = await slept(room);
+      const asleep = await slept(room);
       assert.equal((await worker.api("GET", `/api/rooms/${room}/sandbox/archive`)).status, 404, "nothing kept while the files can come back");
       // The fresh sandbox refuses what the old one saved.
       await place.sandboxdArgs(["--max-restore-bytes=100000"]);
       try {
-        const res = await exec(room, "ls -A; echo ok > new.txt; echo works");
+        const res = await exec(worker, room, "ls -A; echo ok > new.txt; echo works");
         assert.equal(res.status, 200, res.text);
         assert.equal(res.json.result.stdout, "works\n", "an empty workspace that works");
         assert.match(res.json.result.stderr, NOTE);
         assert.match(res.json.result.stderr, /100000 bytes/, "with sandboxd's reason");
         const wake = events(worker, room).find((e) => e.event === "wake");
         assert.match(wake.note, /could not be restored/);
-        const again = await exec(room, "cat new.txt");
+        const again = await exec(worker, room, "cat new.txt");
         assert.equal(again.json.result.stdout, "ok\n");
         assert.equal(again.json.result.stderr, "", "the note comes once");
 
@@ -120,7 +121,7 @@ for (const [name, start] of Object.entries(PATHS)) {
         assert.equal(kept.status, 200);
         assert.equal(kept.headers.get("content-type"), "application/gzip");
         const archive = Buffer.from(await kept.arrayBuffer());
-        assert.equal(archive.length, sleep.bytes, "the archive as it was saved");
+        assert.equal(archive.length, asleep.bytes, "the archive as it was saved");
         const tar = gunzipSync(archive);
         assert.ok(tar.includes("build.log") && tar.includes("s.txt"), "its files are in it");
 
@@ -137,15 +138,15 @@ for (const [name, start] of Object.entries(PATHS)) {
       await place.sandboxdArgs(["--max-restore-bytes=100000"]);
       try {
         const room = randomUUID();
-        const made = await exec(room, 'yes "build output" | head -c 300000 > build.log; export KEPT=shell');
+        const made = await exec(worker, room, 'yes "build output" | head -c 300000 > build.log; export KEPT=shell');
         assert.equal(made.status, 200, made.text);
-        const stayed = await until("the refused sleep", () => events(worker, room).find((e) => e.event === "stay-awake"));
+        const stayed = await untilEvent(worker, room, "stay-awake");
         assert.match(stayed.note, /not put to sleep, the sandbox stays up: .*cannot be restored/);
         // Asked again after another idle time, not over and over.
         await sleep(IDLE_S * 1000 * 2 + 500);
         const refusals = events(worker, room).filter((e) => e.event === "stay-awake").length;
         assert.ok(refusals >= 2 && refusals <= 3, `${refusals} refusals in about two idle times`);
-        const res = await exec(room, 'echo "$KEPT"; wc -c < build.log');
+        const res = await exec(worker, room, 'echo "$KEPT"; wc -c < build.log');
         assert.equal(res.json.result.stdout, "shell\n300000\n", "the same shell, files and all");
         assert.ok(!events(worker, room).some((e) => e.event === "sleep"));
       } finally {
@@ -168,16 +169,11 @@ describe("a room always wakes: a tree of many files (SANDBOX_URL)", () => {
 
   test("35,000 empty files: the next command answers in time with all of them", async () => {
     const room = randomUUID();
-    const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
-    const made = await exec("mkdir -p nm && cd nm && seq 35000 | xargs touch && cd .. && export KEPT=1");
+    const made = await exec(worker, room, "mkdir -p nm && cd nm && seq 35000 | xargs touch && cd .. && export KEPT=1");
     assert.equal(made.status, 200, made.text);
-    const outcome = await until(
-      "the sleep, or its refusal",
-      () => events(worker, room).find((e) => e.event === "sleep" || e.event === "stay-awake"),
-      60_000,
-    );
+    const outcome = await untilEvent(worker, room, ["sleep", "stay-awake"], 60_000);
     const started = Date.now();
-    const res = await exec("find nm -type f | wc -l");
+    const res = await exec(worker, room, "find nm -type f | wc -l");
     assert.ok(Date.now() - started < 28_000, "within the cold bound");
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "35000\n", `${outcome.event}: ${res.json.result.stderr}`);
@@ -195,7 +191,7 @@ async function fill(worker, room, folders, files) {
   for (let from = 1; from <= folders; from += 20) {
     const to = Math.min(from + 19, folders);
     const cmd = `for d in $(seq ${from} ${to}); do mkdir d$d; (cd d$d && seq ${files} | xargs touch); done`;
-    const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+    const res = await exec(worker, room, cmd);
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.exitCode, 0, res.json.result.stderr);
   }
@@ -223,16 +219,14 @@ describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", (
    * workspace that came back empty fails `check`.
    */
   async function eightAtOnce(room, cmd, check) {
-    const one = async () => {
-      for (const started = Date.now(); Date.now() - started < 120_000; ) {
-        const res = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
+    const one = () =>
+      until("the room to wake", async () => {
+        const res = await exec(worker, room, cmd);
         if (res.status !== 503) return res;
         assert.match(res.json.error, /this room is waking/, res.text);
         assert.equal(res.headers.get("retry-after"), "2");
-        await sleep(500);
-      }
-      throw new Error("the room never woke");
-    };
+        return null;
+      }, 120_000, { every: 500 });
     const answers = await Promise.all(Array.from({ length: 8 }, one));
     for (const res of answers) {
       assert.equal(res.status, 200, res.text);
@@ -242,8 +236,7 @@ describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", (
     return answers;
   }
 
-  const slept = (room) =>
-    until("the sleep", () => events(worker, room).find((e) => e.event === "sleep" || e.event === "stay-awake"), 120_000);
+  const slept = (room) => untilEvent(worker, room, ["sleep", "stay-awake"], 120_000);
 
   for (const [folders, each] of [
     [120, 120],
@@ -254,7 +247,7 @@ describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", (
     test(`${folders} folders of ${each} empty files sleep and come back whole, 8 commands at once`, async () => {
       const room = randomUUID();
       await fill(worker, room, folders, each);
-      const made = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "find . -type f | wc -l" });
+      const made = await exec(worker, room, "find . -type f | wc -l");
       assert.equal(made.status, 200, made.text);
       assert.equal(made.json.result.stdout, `${files}\n`);
       const outcome = await slept(room);
@@ -278,7 +271,7 @@ describe("a workspace comes back whole, on this machine's disk (SANDBOX_URL)", (
     });
     assert.equal(made.status, 200, made.text);
     assert.equal(made.json.result.stdout, "42\n", made.json.result.stderr);
-    const before = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "readlink .venv/bin/python" });
+    const before = await exec(worker, room, "readlink .venv/bin/python");
     const outcome = await slept(room);
     assert.equal(outcome.event, "sleep", outcome.note);
     assert.match(outcome.note, /app\.sock \(socket\)/, "the log names what could not be kept");
@@ -308,17 +301,16 @@ describe("a restore slower than a command's wait (SANDBOX_URL)", () => {
 
   test("commands answer a retryable 503 naming the wake, the restore goes on, and the files come back", async () => {
     const room = randomUUID();
-    const exec = (cmd) => worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd });
     await fill(worker, room, 120, 120);
-    await until("the sleep", () => events(worker, room).find((e) => e.event === "sleep"), 60_000);
-    const first = await exec("find . -type f | wc -l");
+    await untilEvent(worker, room, "sleep", 60_000);
+    const first = await exec(worker, room, "find . -type f | wc -l");
     assert.equal(first.status, 503, first.text);
     assert.match(first.json.error, /this room is waking: its saved files are being restored/);
     assert.equal(first.headers.get("retry-after"), "2");
     // Nobody waits now: the restore carries on by itself.
-    const woke = await until("the wake", () => events(worker, room).find((e) => e.event === "wake"), 60_000);
+    const woke = await untilEvent(worker, room, "wake", 60_000);
     assert.equal(woke.note, undefined, "the files came back");
-    const res = await exec("find . -type f | wc -l");
+    const res = await exec(worker, room, "find . -type f | wc -l");
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "14400\n");
     assert.equal(events(worker, room).filter((e) => e.event === "wake").length, 1, "one restore");

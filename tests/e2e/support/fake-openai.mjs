@@ -2,18 +2,22 @@
 // answering with the same script as the Workers AI stand-in. It checks what
 // a real server would: the path, JSON, a model name it serves (404
 // otherwise, as Ollama and OpenAI answer), well-formed messages, the tool
-// use OpenAI's API accepts (the stand-in's `checkToolUse`: function tools
-// with names of [a-zA-Z0-9_-]{1,64}, a `tool_choice` among them, every tool
-// call answered by `tool` turns right after it), and the bearer key when one
-// is configured; bad requests are 400 `{error: {message}}`. Like Ollama, it
-// writes a reasoning model's (qwen3, deepseek-r1) thoughts into the content
-// as <think>…</think>, whatever the request says; its error bodies echo the
-// user's message, as some servers' do. With `stream: true` it answers
+// use OpenAI's API accepts (the stand-in's `checkToolUse`, of
+// ./ai/input.mjs: function tools with names of [a-zA-Z0-9_-]{1,64}, a
+// `tool_choice` among them, every tool call answered by `tool` turns right
+// after it), and the bearer key when one is configured; bad requests are
+// 400 `{error: {message}}`. Like Ollama, it writes a reasoning model's
+// (qwen3, deepseek-r1) thoughts into the content as <think>…</think>,
+// whatever the request says; its error bodies echo the user's message, as
+// some servers' do. With `stream: true` it answers
 // `chat.completion.chunk` events as OpenAI does, the usage chunk only when
 // `stream_options.include_usage` asks for it.
 import http from "node:http";
 
-import { chatCompletion, chatEvents, checkToolUse, reply, sendEvents, usage } from "./ai-standin.mjs";
+import { chatCompletion, usage } from "./ai/answers.mjs";
+import { checkToolUse } from "./ai/input.mjs";
+import { reply } from "./ai/scripts.mjs";
+import { chatEvents, sendEvents } from "./ai/sse.mjs";
 
 const ROLES = ["system", "developer", "user", "assistant", "tool"];
 

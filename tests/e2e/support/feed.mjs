@@ -9,14 +9,23 @@ export const OWN_FRAMES = new Set(["hello", "gap", "presence", "heartbeat", "clo
 /** The events of the room's log among a watcher's frames. */
 export const logged = (events) => events.filter((e) => !OWN_FRAMES.has(e.type));
 
+/** A check for a watcher's `until`: the first event of `type`. */
+export const first = (type) => (events) => events.find((e) => e.type === type);
+
+/** A check for `w`'s `until`: whether its socket is closing or closed. */
+export const closing = (w) => () => w.ws.readyState >= WebSocket.CLOSING || null;
+
+/** The subprotocols a browser offers for the feed with `token` (text or bytes). */
+export const protocols = (token) => ["duet.v1", `duet.auth.${Buffer.from(token).toString("base64url")}`];
+
 /**
  * A watcher: its events in arrival order (with arrival times). It acks
  * every eighth event and every heartbeat, unless told not to; `since`
  * resumes after that number.
  */
-export function watch(base, room, { protocols = ["duet.v1"], ack = true, since } = {}) {
+export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true, since } = {}) {
   const query = since === undefined ? "" : `?since=${since}`;
-  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live${query}`, protocols);
+  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live${query}`, offered);
   const events = [];
   const waiters = [];
   let closed = null;

@@ -1,7 +1,6 @@
 // What the lifecycle tests wait on: the worker's lifecycle log lines
-// (sleep, wake, stay-awake, expire) and conditions that come true in time.
-
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+// (sleep, wake, stay-awake, expire).
+import { until } from "./wait.mjs";
 
 /** The worker's lifecycle log lines for `room`. */
 export function events(worker, room) {
@@ -11,13 +10,12 @@ export function events(worker, room) {
     .filter((l) => l.room === room);
 }
 
-/** Polls `check` until it answers something truthy, for at most `ms`. */
-export async function until(what, check, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
+/**
+ * The room's first lifecycle line of `event` (a name, or a list of names:
+ * the first line of any of them), once the worker has logged one; waits at
+ * most `ms` (until's bound unless given).
+ */
+export function untilEvent(worker, room, event, ms) {
+  const names = [event].flat();
+  return until(`the room's ${names.join(" or ")}`, () => events(worker, room).find((e) => names.includes(e.event)), ms);
 }

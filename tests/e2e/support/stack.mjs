@@ -15,6 +15,7 @@ import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 
 import { startAiStandin } from "./ai-standin.mjs";
 import { startFakeOpenAi } from "./fake-openai.mjs";
+import { until } from "./wait.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -151,7 +152,8 @@ export async function startSandboxd(options = {}) {
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   const url = `http://127.0.0.1:${port}`;
-  await untilHealthy(url, () => (child.exitCode !== null ? `sandboxd exited: ${stderr}` : undefined), () => stderr);
+  const gone = () => child.exitCode !== null && `sandboxd exited: ${stderr}`;
+  await until(() => `sandboxd at ${url} to answer /health: ${stderr}`, () => healthy(url, gone), HEALTH_MS, { every: 50 });
   return {
     url,
     root,
@@ -171,25 +173,24 @@ async function runningSandboxd(options) {
   const asked = Object.keys(options);
   if (asked.length > 0) throw new Error(`this test starts sandboxd with its own ${asked.join(", ")}: it cannot use the one at SANDBOX_URL`);
   const url = process.env.SANDBOX_URL.replace(/\/$/, "");
-  await untilHealthy(url, () => undefined, () => "");
+  await until(`sandboxd at ${url} to answer /health`, () => healthy(url), HEALTH_MS, { every: 50 });
   return { url, root: process.env.SANDBOX_ROOT, port: Number(new URL(url).port), stop: async () => {} };
 }
 
+/** How long a sandboxd may take to answer /health once started. */
+const HEALTH_MS = 10_000;
+
 /**
- * Waits, at most about 10 s, for `${url}/health` to answer 200. `failed()`
- * names why to stop waiting at once; `log()` explains a timeout.
+ * Whether `${url}/health` answers 200 (each try at most 1 s). `failed()`
+ * names why to stop waiting at once, or answers something falsy.
  */
-async function untilHealthy(url, failed, log) {
-  for (let i = 0; ; i++) {
-    const failure = failed();
-    if (failure) throw new Error(failure);
-    try {
-      if ((await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok) return;
-    } catch {
-      // not answering yet
-    }
-    if (i > 200) throw new Error(`sandboxd at ${url} did not answer /health: ${log()}`);
-    await new Promise((r) => setTimeout(r, 50));
+async function healthy(url, failed = () => undefined) {
+  const failure = failed();
+  if (failure) throw new Error(failure);
+  try {
+    return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok;
+  } catch {
+    return false; // not answering yet
   }
 }
 

@@ -1,4 +1,6 @@
-//! Every call between a room's two Durable Objects, in one place: typed
+//! Which of a room's two Durable Objects serves what is asked of it
+//! ([`served`]: each object's `handle` matches only its own, [`ToAgent`]
+//! or [`ToSandbox`]), and every call between them, in one place: typed
 //! handles on each object ([`AgentObject`], [`SandboxObject`]) and the
 //! internal paths they use, built and parsed from one table ([`Call`]).
 //!

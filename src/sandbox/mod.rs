@@ -1,6 +1,8 @@
 //! Room sandboxes: the Sandbox Durable Object (`sandbox-{roomId}`), which
-//! drives sandboxd in a container, keeps a sleeping room's files and holds
-//! the room's live feed. The DuetAgent reaches it through `room::calls`.
+//! drives sandboxd in a container, keeps a sleeping room's files, and holds
+//! the room's live feed (`feed`) and audit (`approvals::audit`), since the
+//! commands they record run here. The DuetAgent reaches it through
+//! `room::calls`.
 
 mod deadline;
 mod object;

@@ -219,13 +219,7 @@ impl Sandbox {
     /// A watcher went away; the last one tells the DuetAgent.
     async fn left(&self, ws: &WebSocket) {
         let room = self.feed.closed(&self.state, ws);
-        let others = self
-            .state
-            .get_websockets()
-            .iter()
-            .filter(|other| other.as_ref() != ws.as_ref())
-            .count();
-        if let (0, Some(room)) = (others, room) {
+        if let (0, Some(room)) = (self.feed.watchers(&self.state), room) {
             if let Ok(agent) = AgentObject::of(&self.env, &room) {
                 agent.set_watching(false).await;
             }

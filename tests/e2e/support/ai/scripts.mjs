@@ -4,7 +4,7 @@
 import { sleep } from "../wait.mjs";
 import { AiError } from "./errors.mjs";
 
-// The worker's marker for a turn that carries command results (src/chat/rounds.rs).
+// The worker's marker for a turn that carries command results (src/exchange/rounds.rs).
 const RESULTS = "[Results of your commands, from the room's sandbox]";
 
 /** A turn's text: its string content, or its text parts joined. */

@@ -3,17 +3,24 @@
 // on workerd by stack.mjs with wrangler.toml's bindings, each with its own
 // scripted AI stand-in, sharing one sandboxd, with bearer-token auth on.
 // Every answer streams; the default model is offered the run_command tool.
+// Both must also write the same rows to each room's log (`feed_log`) and
+// audit, read from their Sandbox objects' SQLite files as they go (neither
+// serves the log over HTTP: the Rust worker replays it only on the live
+// feed's WebSocket, which the reference leaves out).
 //
 //   node --test bench/compare.test.mjs
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { after, before, test } from "node:test";
 
 import { client, ROOT, startSandboxd, startWorker, tempDir } from "../tests/e2e/support/stack.mjs";
 import { compareAnswers, errorText } from "./lib/compare-smoke.mjs";
 
 const TOKEN = "t0ken-for-the-smoke";
+// A log bound low enough for the test to pass it; its byte bound (1 MiB) is the worker's own.
+const FEED_LOG_EVENTS = 100;
 let sandboxd, rust, js;
 
 /** `text` without process ids: bash names a command killed at its time limit by its own. */
@@ -21,7 +28,7 @@ const withoutPids = (text) => text.replace(/\d+ Killed/g, "<pid> Killed");
 
 before(async () => {
   sandboxd = await startSandboxd({ root: tempDir("compare-smoke") });
-  const vars = { SANDBOX_URL: sandboxd.url, DUET_API_TOKEN: TOKEN };
+  const vars = { SANDBOX_URL: sandboxd.url, DUET_API_TOKEN: TOKEN, FEED_LOG_EVENTS: String(FEED_LOG_EVENTS) };
   rust = await startWorker({ vars });
   js = await startWorker({ vars, buildDir: path.join(ROOT, "bench/reference") });
 });
@@ -78,4 +85,78 @@ test("both workers log one line per request, of the same shape", () => {
   const lines = (w) => w.logs.map((l) => { try { return JSON.parse(l); } catch { return null; } }).filter((l) => l && "route" in l);
   const shape = (l) => ({ ...l, durationMs: typeof l.durationMs, error: l.error === undefined ? undefined : errorText(l.error) });
   assert.deepEqual(lines(js).map(shape), lines(rust).map(shape));
+});
+
+/**
+ * Every Sandbox object's log and audit as a worker stored them, by file (a
+ * room's object has the same file name under both: ids come from names):
+ * the last number given, and the rows kept. Command ids are numbered in
+ * order of appearance, times and process ids reduced to their place.
+ */
+function logs(w) {
+  const dir = path.join(w.persistDir, "do", "duet-Sandbox");
+  const ids = new Map();
+  const plain = (text) =>
+    withoutPids(text)
+      .replace(/"id":"(c[0-9a-f]{16})"/g, (_, id) => `"id":"#${ids.get(id) ?? ids.set(id, ids.size).get(id)}"`)
+      .replace(/"(ts|at|durationMs)":\d+/g, '"$1":0');
+  const found = {};
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite").sort()) {
+    const db = new DatabaseSync(path.join(dir, file), { readOnly: true });
+    try {
+      found[file] = {
+        last: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'feed_log'").get()?.seq ?? 0,
+        log: db.prepare("SELECT seq, kind, event FROM feed_log ORDER BY seq").all().map((r) => [r.seq, r.kind, plain(r.event)]),
+        audit: db.prepare("SELECT id, entry FROM audit ORDER BY id").all().map((r) => [r.id, plain(r.entry)]),
+      };
+    } finally {
+      db.close();
+    }
+  }
+  return found;
+}
+
+test("both workers write the same rows to the room's log and audit", async () => {
+  const room = `/api/rooms/log-${Date.now()}`;
+  const steps = [
+    ["POST", `${room}/message`, { text: "hello", userId: "ana" }],
+    ["POST", `${room}/message`, { text: "steps echo hi", userId: "ana" }],
+    ["POST", `${room}/message`, { text: "tools echo one ;; echo two" }],
+    ["POST", `${room}/message`, { text: "fail", userId: "bo" }],
+    // Output in pieces of at most 16 KiB, cut between characters (3 bytes each here).
+    ["POST", `${room}/sandbox/exec`, { cmd: "printf '€%.0s' $(seq 1 7000); echo err >&2; exit 3", userId: "bo" }],
+    ["POST", `${room}/sandbox/exec`, { cmd: "sleep 5", timeoutMs: 500 }],
+    ["POST", `${room}/sandbox/exec`, { cmd: "exit 0", timeoutMs: 0 }],
+    // Past the log's byte bound: the oldest events go.
+    ["POST", `${room}/sandbox/exec`, { cmd: "head -c 700000 /dev/zero | tr '\\0' x" }],
+    ["POST", `${room}/sandbox/exec`, { cmd: "head -c 700000 /dev/zero | tr '\\0' y" }],
+    // Past its bound in events.
+    ...Array.from({ length: 40 }, (_, i) => ["POST", `${room}/sandbox/exec`, { cmd: `echo ${i}` }]),
+    ["POST", `${room}/message`, { text: "tool echo after" }],
+    // A cleanup forgets the log; its numbers go on.
+    ["DELETE", room],
+    ["POST", `${room}/sandbox/exec`, { cmd: "echo again" }],
+  ];
+  const seen = {};
+  for (const [name, w] of Object.entries({ rust, js })) {
+    const api = client(w.url, { authorization: `Bearer ${TOKEN}` });
+    seen[name] = [];
+    for (const [method, route, body] of steps) {
+      const res = await api(method, route, body);
+      seen[name].push({ step: `${method} ${route} ${JSON.stringify(body)}`, status: res.status, stored: logs(w) });
+    }
+  }
+  for (const [i, step] of seen.rust.entries()) assert.deepEqual(seen.js[i], step, `after ${step.step}`);
+  // The log was written, trimmed by bytes and by events, and forgotten.
+  const stored = (step, found) => Object.values(seen.rust.at(step).stored).find(found);
+  const first = stored(0, (s) => s.log.some(([, , event]) => event.includes('"text":"hello"')));
+  assert.deepEqual(first.log.map(([seq, kind]) => [seq, kind]), [[1, "message"], [2, "message"]]);
+  const big = seen.rust.findIndex((s) => s.step.includes("' y"));
+  const trimmed = stored(big, (s) => s.last > FEED_LOG_EVENTS / 2);
+  assert.ok(trimmed.log[0][0] > 1 && trimmed.log.length < FEED_LOG_EVENTS, "trimmed by bytes");
+  const full = stored(-3, (s) => s.log.length === FEED_LOG_EVENTS);
+  assert.ok(full, "trimmed to FEED_LOG_EVENTS events");
+  const again = stored(-1, (s) => s.audit.some(([, entry]) => entry.includes("echo again")));
+  assert.deepEqual(again.log.map(([seq, kind]) => [seq - full.last, kind]), [[1, "command"], [2, "output"], [3, "command_end"]]);
+  assert.equal(again.audit.length, 1, "the cleanup forgot the audit");
 });

@@ -1,7 +1,8 @@
 // The Duet worker written plainly in JavaScript: a reference to measure the
 // Rust worker (src/) against (bench/compare.mjs). One module, no
 // dependencies. Per request it does what the Rust worker does (as of commit
-// a986673), storage included, since on workerd a write costs a commit that
+// a986673; the room's log, the agent's commands and the audit as of
+// cde9163), storage included, since on workerd a write costs a commit that
 // the response waits for:
 //
 //   front door: route and room id, optional bearer token (DUET_API_TOKEN,
@@ -19,24 +20,41 @@
 //     (`run_command`, offered as AI_TOOLS says), reads each answer as it
 //     streams (server-sent events, bounded like the call; an answer cut
 //     short keeps what came and says so), runs the commands of its `<run>`
-//     tags or tool calls through the Sandbox object and asks again with
-//     their results (a results turn, or a `tool` turn per call; the same
-//     rounds and limits), then stores the user and agent messages in one
-//     statement, trims the table to 20 and answers `{reply, messages}` with
-//     the last 20
-//   Sandbox: reads and validates `{cmd, timeoutMs?}`, records the use (the
-//     same way, by the idle time), calls sandboxd at SANDBOX_URL within the
-//     command's bound and passes its JSON result through as
+//     tags or tool calls through the Sandbox object (POST
+//     /internal/rooms/{roomId}/exec, with the sender's userId) and asks
+//     again with their results (a results turn, or a `tool` turn per call;
+//     the same rounds and limits), then stores the user and agent messages
+//     in one statement, trims the table to 20, gives the room's log both
+//     messages in one more call to the Sandbox object (POST
+//     /internal/rooms/{roomId}/publish, one event a line: `message` and
+//     `message`, or `message` and `failed` when the exchange failed) and
+//     answers `{reply, messages}` with the last 20
+//   Sandbox: reads and validates `{cmd, timeoutMs?, userId?}`, records the
+//     use (the same way, by the idle time), logs the command's start
+//     (`command`), calls sandboxd at SANDBOX_URL within the command's bound,
+//     logs its output (`output`, per stream, in pieces of at most 16 KiB)
+//     or its failure (on stderr) and its end (`command_end`), records it in
+//     the audit (200 entries) and passes sandboxd's JSON result through as
 //     `{result, sandboxName}`
+//   the room's log (`feed_log`, in the Sandbox object's SQLite): one
+//     `INSERT ... RETURNING seq` per event (its number from AUTOINCREMENT,
+//     the event's JSON as the Rust worker writes it, `type` first), the
+//     log's events and bytes counted once per object instance, then kept in
+//     memory, and the oldest deleted (`DELETE ... WHERE seq <= ?`) past
+//     2,000 events (FEED_LOG_EVENTS lowers it) or 1 MiB; each event's frame
+//     (`{"seq": N, ...}`) is made and sent to the room's WebSockets, of
+//     which there are none. A cleanup or an expiry forgets the log.
 //
 // Same statuses and error bodies (`{"error", "details"?}`), same SQLite
-// tables. Left out, as no benchmark reaches them: the web page and the live
-// feed (their routes are unknown here, and a room never has watchers: the
-// Sandbox object still counts its WebSockets per command and the DuetAgent
-// reads the watchers flag once, as the Rust objects do; so no `delta`
-// events either: an answer's pieces are read and, with nobody watching,
-// passed over, as the Rust worker passes them over), the room's policy and
-// approvals (every command runs, as under the default `auto`), containers
+// tables where it keeps the same things. Left out, as no benchmark reaches
+// them: the web page and the live feed's WebSocket (its route is unknown
+// here, and a room never has watchers, so there are none to count when an
+// exchange starts, no message sent before the exchange, no `delta` events:
+// an answer's pieces are read and, with nobody watching, passed over, as
+// the Rust worker passes them over; no streamed output, heartbeats or
+// resume), room tokens, invites and their generation (the `access` table),
+// MCP, the room's policy and approvals (every command runs, as under the
+// default `auto`, and no command is parsed against deny rules), containers
 // (sandboxd is always SANDBOX_URL), and an idle sandbox's sleep (its
 // workspace is not archived; the alarm only expires the room).
 //
@@ -235,8 +253,32 @@ function parseRoute(method, path) {
   return { action, room: roomId(segment) };
 }
 
-/** A room's route, as the objects see it; /health never reaches them. */
+// ---- calls between a room's two objects (src/room/calls.rs): paths under
+// /internal/rooms/, which the front door never routes. The DuetAgent sends
+// the Sandbox object the agent's commands (`exec`), events for the room's
+// log (`publish`), the room's end (`destroy`) and its history's expiry
+// (`expired`).
+const INTERNAL = "/internal/rooms/";
+const CALLS = new Map([
+  ["exec", "POST"],
+  ["publish", "POST"],
+  ["expired", "POST"],
+  ["destroy", "POST"],
+]);
+const internalPath = (room, call) => `${INTERNAL}${room}/${call}`;
+
+/**
+ * A room's route, as the objects see it: `{room, action}` for a public one
+ * (/health never reaches them), `{room, call}` for a call from the other.
+ */
 function objectRoute(method, path) {
+  if (path.startsWith(INTERNAL)) {
+    const rest = path.slice(INTERNAL.length);
+    const slash = rest.indexOf("/");
+    const call = rest.slice(slash + 1);
+    if (slash < 0 || CALLS.get(call) !== method) throw notFound();
+    return { room: roomId(rest.slice(0, slash)), call };
+  }
   const route = parseRoute(method, path);
   if (route.action === "health") throw notFound();
   return route;
@@ -363,12 +405,17 @@ function messageRequest(bytes) {
   const errors = new FieldErrors();
   const raw = requiredString(object, "text", errors);
   const text = raw === undefined ? undefined : checkText("text", chatText(raw), MAX_TEXT_CHARS, errors);
-  let userId;
-  const id = own(object, "userId");
-  if (typeof id === "string") userId = checkText("userId", chatText(id), MAX_USER_ID_CHARS, errors);
-  else if (id !== undefined && id !== null) errors.add("userId", "must be a string");
+  const userId = optionalName(object, "userId", errors);
   if (text === undefined || !errors.empty) throw invalid(errors.sorted());
   return { text, userId };
+}
+
+/** Who sent something (`userId`): chat text, or undefined. */
+function optionalName(object, field, errors) {
+  const name = own(object, field);
+  if (typeof name === "string") return checkText(field, chatText(name), MAX_USER_ID_CHARS, errors);
+  if (name !== undefined && name !== null) errors.add(field, "must be a string");
+  return undefined;
 }
 
 /** Why a shell command cannot run, or undefined. */
@@ -379,7 +426,10 @@ function commandProblem(cmd) {
   return undefined;
 }
 
-/** `{"cmd": string, "timeoutMs"?: integer}`. */
+/**
+ * `{"cmd": string, "timeoutMs"?: integer, "userId"?: string}`, and from the
+ * DuetAgent who let its command run (`decidedBy`, `rule`: unchecked).
+ */
 function execRequest(bytes) {
   const object = jsonObject(bytes);
   const errors = new FieldErrors();
@@ -394,8 +444,10 @@ function execRequest(bytes) {
     if (Number.isInteger(asked) && asked >= 1 && asked <= EXEC_MAX_TIMEOUT_MS) timeoutMs = asked;
     else errors.add("timeoutMs", `must be an integer from 1 to ${EXEC_MAX_TIMEOUT_MS}`);
   }
+  const userId = optionalName(object, "userId", errors);
+  const said = (field) => (typeof own(object, field) === "string" ? object[field] : null);
   if (cmd === undefined || !errors.empty) throw invalid(errors.sorted());
-  return { cmd, timeoutMs };
+  return { cmd, timeoutMs, userId, decidedBy: said("decidedBy"), rule: said("rule") };
 }
 
 // ---- bounded waits (src/runtime/timeout.rs)
@@ -928,23 +980,28 @@ function followUpCall(leftMs, modelLimitMs) {
   return forModel >= MIN_MODEL_CALL_MS ? Math.min(forModel, modelLimitMs) : null;
 }
 
-/** What a command of the model's came to, within the time it asked for if any: `{ran: result}` or `{failed: why}`. */
-async function runCommand(sandbox, room, cmd, askedMs, deadline) {
+/**
+ * What a command of the model's came to, within the time it asked for if
+ * any: `{ran: result}` or `{failed: why}`. `userId` sent the message.
+ */
+async function runCommand(sandbox, room, userId, cmd, askedMs, deadline) {
   const why = commandProblem(cmd);
   if (why) return { failed: `command ${why}` };
   const left = Math.max(0, deadline - Date.now());
   const budgetMs = Math.min(Math.max(0, left - SANDBOXD_MARGIN_MS), EXEC_DEFAULT_TIMEOUT_MS);
   if (budgetMs <= 0) return { failed: "not run: the exchange's time budget is spent" };
   const timeoutMs = askedMs === undefined ? budgetMs : Math.min(askedMs, budgetMs);
-  const outcome = await within(left, execThrough(sandbox, room, { cmd, timeoutMs }));
+  // Who asked, and who let it run (nobody: every command runs, as under `auto`).
+  const request = { cmd, timeoutMs, userId: userId ?? null, decidedBy: null, rule: null };
+  const outcome = await within(left, execThrough(sandbox, room, request));
   return outcome === TIMED_OUT ? { failed: `the sandbox did not answer within ${left} ms` } : outcome;
 }
 
 async function execThrough(sandbox, room, request) {
   let res;
   try {
-    // The query names the command's source (the Rust worker's live feed shows it).
-    res = await sandbox.fetch(`https://duet.internal/api/rooms/${room}/sandbox/exec?source=agent`, { method: "POST", body: JSON.stringify(request) });
+    // The agent's own path: the Sandbox object logs and audits its commands as the agent's.
+    res = await sandbox.fetch(`https://duet.internal${internalPath(room, "exec")}`, { method: "POST", body: JSON.stringify(request) });
   } catch (e) {
     return { failed: internal(e?.message ?? String(e)).message };
   }
@@ -960,7 +1017,8 @@ async function execThrough(sandbox, room, request) {
 }
 
 /** One `/message` exchange (src/agent/exchange.rs): answers and their commands, until done or a limit; the room's reply. */
-async function exchange(env, room, history, text, started, stillCurrent) {
+async function exchange(env, room, history, user, stillCurrent) {
+  const { text, ts: started } = user;
   const model = configuredModel(env);
   const deadline = started + MESSAGE_BUDGET_MS;
   const modelLimit = aiTimeLimit(env);
@@ -994,7 +1052,7 @@ async function exchange(env, room, history, text, started, stillCurrent) {
     const allowed = Math.min(commands.length, Math.max(0, MAX_COMMANDS_PER_MESSAGE - commandsRun));
     for (const { cmd, timeoutMs } of commands.slice(0, allowed)) {
       stillCurrent();
-      round.ran.push([cmd, await runCommand(sandbox, room, cmd, timeoutMs, deadline)]);
+      round.ran.push([cmd, await runCommand(sandbox, room, user.userId, cmd, timeoutMs, deadline)]);
     }
     commandsRun += allowed;
     const notRun = commands.length - allowed;
@@ -1026,6 +1084,8 @@ function boundedReply(body, note) {
 }
 
 // ---- DuetAgent (src/agent)
+/** The log's event for a stored message (src/api/live.rs). */
+const messageEvent = (message) => JSON.stringify({ type: "message", message });
 const toMessage = (row) =>
   row.userId == null ? { role: row.role, text: row.text, ts: row.ts } : { role: row.role, userId: row.userId, text: row.text, ts: row.ts };
 
@@ -1082,6 +1142,9 @@ export class DuetAgent extends DurableObject {
       this.alarmSet = true;
       return;
     }
+    // The room's log goes too, told first: a failure fails the alarm, which the runtime retries.
+    const res = await this.env.Sandbox.getByName(sandboxName(row.name)).fetch(`https://duet.internal${internalPath(row.name, "expired")}`, { method: "POST" });
+    if (res.status !== 200) throw new Error(await errorOf(res));
     this.alarmSet = false;
     this.epoch++;
     this.clear();
@@ -1151,19 +1214,44 @@ export class DuetAgent extends DurableObject {
     if (this.epoch !== epoch) throw cleanedUp();
   }
 
+  /**
+   * A message's exchange, stored, and given to the room's log: with nobody
+   * watching (always, here), the user's message goes with the reply (or the
+   * failure), after the exchange's commands, in one call to the Sandbox
+   * object. The Rust worker, with watchers, sends the message at once.
+   */
   async send(room, request) {
     const started = Date.now();
     const user = request.userId === undefined ? { role: "user", text: request.text, ts: started } : { role: "user", userId: request.userId, text: request.text, ts: started };
-    // With watchers the Rust worker publishes the exchange to the room's live feed.
-    this.watching();
-    const epoch = this.epoch;
-    const history = this.recent();
-    const reply = await exchange(this.env, room, history, request.text, started, () => this.stillCurrent(epoch));
-    // Some models refuse an empty assistant turn in the history.
-    if (reply === "") throw aiFailed("the model's answer had no text (only empty <run> tags)");
-    this.stillCurrent(epoch);
-    this.append([user, { role: "agent", text: reply, ts: Date.now() }]);
-    return json(200, { reply, messages: this.recent() });
+    const watched = this.watching();
+    const unseen = watched ? [] : [messageEvent(user)];
+    let agent;
+    try {
+      const epoch = this.epoch;
+      const history = this.recent();
+      const reply = await exchange(this.env, room, history, user, () => this.stillCurrent(epoch));
+      // Some models refuse an empty assistant turn in the history.
+      if (reply === "") throw aiFailed("the model's answer had no text (only empty <run> tags)");
+      this.stillCurrent(epoch);
+      agent = { role: "agent", text: reply, ts: Date.now() };
+      this.append([user, agent]);
+    } catch (e) {
+      const failure = asApiError(e);
+      await this.publish(room, [...unseen, JSON.stringify({ type: "failed", error: failure.message })]);
+      throw failure;
+    }
+    await this.publish(room, [...unseen, messageEvent(agent)]);
+    return json(200, { reply: agent.text, messages: this.recent() });
+  }
+
+  /** Sends events (JSON), in order, to the room's log; one that cannot be reached costs nothing but the events. */
+  async publish(room, events) {
+    try {
+      const res = await this.env.Sandbox.getByName(sandboxName(room)).fetch(`https://duet.internal${internalPath(room, "publish")}`, { method: "POST", body: events.join("\n") });
+      if (res.status !== 200) await errorOf(res);
+    } catch {
+      // lost, as the Rust worker loses it
+    }
   }
 
   async cleanup(room) {
@@ -1173,7 +1261,7 @@ export class DuetAgent extends DurableObject {
     await this.ctx.storage.deleteAlarm();
     const errors = [];
     try {
-      const res = await this.env.Sandbox.getByName(sandboxName(room)).fetch(`https://duet.internal/api/rooms/${room}`, { method: "DELETE" });
+      const res = await this.env.Sandbox.getByName(sandboxName(room)).fetch(`https://duet.internal${internalPath(room, "destroy")}`, { method: "POST" });
       if (res.status !== 200) errors.push(`sandbox: ${await errorOf(res)}`);
     } catch (e) {
       errors.push(`sandbox: ${internal(e?.message ?? String(e)).message}`);
@@ -1201,6 +1289,103 @@ async function callSandboxd(base, method, path, body, limitMs) {
   throw res.status === 503 ? sandboxUnavailable(why) : sandboxFailed(why);
 }
 
+// ---- the room's log (src/sandbox/feed_log.rs, src/sandbox/feed.rs, src/api/live.rs)
+const FEED_LOG_EVENTS = 2_000;
+const FEED_LOG_BYTES = 1024 * 1024;
+const OUTPUT_EVENT_BYTES = 16 * 1024;
+
+/** The bytes of `s` in UTF-8. */
+function utf8Length(s) {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1; // two bytes
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 2; // a surrogate pair: four bytes
+      i++;
+    } else n += 2; // three bytes
+  }
+  return n;
+}
+
+/** `text` in pieces of at most OUTPUT_EVENT_BYTES bytes of UTF-8, cut between characters. */
+function pieces(text) {
+  const out = [];
+  let start = 0;
+  let bytes = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length;
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3;
+    if (bytes + size > OUTPUT_EVENT_BYTES) {
+      out.push(text.slice(start, i));
+      start = i;
+      bytes = 0;
+    }
+    bytes += size;
+    i += pair ? 2 : 1;
+  }
+  if (start < text.length) out.push(text.slice(start));
+  return out;
+}
+
+/** A fresh id, `prefix` telling what it names (src/runtime/random.rs). */
+const freshId = (prefix) => prefix + Math.floor(Math.random() * 2 ** 62).toString(16).padStart(16, "0");
+
+/**
+ * The room's log: every event (a JSON object, `type` first), numbered by
+ * SQLite's AUTOINCREMENT, the oldest forgotten beyond FEED_LOG_EVENTS
+ * events (FEED_LOG_EVENTS lowers it) or FEED_LOG_BYTES bytes. What it holds
+ * is counted once per object, then kept up to date.
+ */
+class FeedLog {
+  constructor(sql, maxEvents) {
+    this.sql = sql;
+    this.maxEvents = maxEvents;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS feed_log (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      kind TEXT NOT NULL,
+      event TEXT NOT NULL
+    )`);
+    this.tally = null; // {events, bytes}, once counted
+    this.last = null; // the newest event's number, once known
+  }
+
+  /** Appends an event of `kind`; answers its frame, the event with its number. */
+  append(kind, event) {
+    if (this.tally === null) {
+      const [events, bytes] = this.sql.exec("SELECT COUNT(*), COALESCE(SUM(length(CAST(event AS BLOB))), 0) FROM feed_log").raw().next().value;
+      this.tally = { events, bytes };
+    }
+    const seq = this.sql.exec("INSERT INTO feed_log (kind, event) VALUES (?, ?) RETURNING seq", kind, event).raw().next().value[0];
+    this.last = seq;
+    this.tally.events += 1;
+    this.tally.bytes += utf8Length(event);
+    if (this.tally.events > this.maxEvents || this.tally.bytes > FEED_LOG_BYTES) this.trim();
+    return `{"seq":${seq},${event.slice(1)}`;
+  }
+
+  /** Forgets the oldest events until the log is within its bounds. */
+  trim() {
+    const tally = this.tally;
+    let through;
+    for (const [seq, bytes] of this.sql.exec("SELECT seq, length(CAST(event AS BLOB)) FROM feed_log ORDER BY seq").raw()) {
+      if (tally.events <= this.maxEvents && tally.bytes <= FEED_LOG_BYTES) break;
+      through = seq;
+      tally.events -= 1;
+      tally.bytes = Math.max(0, tally.bytes - bytes);
+    }
+    if (through !== undefined) this.sql.exec("DELETE FROM feed_log WHERE seq <= ?", through);
+  }
+
+  /** The room is gone: so is its log (its numbers go on). */
+  forget() {
+    this.sql.exec("DELETE FROM feed_log");
+    this.tally = { events: 0, bytes: 0 };
+  }
+}
+
 export class Sandbox extends DurableObject {
   constructor(ctx, env) {
     super(ctx, env);
@@ -1214,6 +1399,7 @@ export class Sandbox extends DurableObject {
     this.sql.exec("CREATE TABLE IF NOT EXISTS archive (seq INTEGER PRIMARY KEY, bytes BLOB NOT NULL)");
     // Every command, as the Rust object's audit keeps it (the newest 200).
     this.sql.exec("CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)");
+    this.log = new FeedLog(this.sql, number(env, "FEED_LOG_EVENTS", FEED_LOG_EVENTS, FEED_LOG_EVENTS));
     this.epoch = 0; // cleanups so far
     this.alarmSet = false; // this instance has set the lifecycle alarm
     // The room's state ({name, lastUsed, asleep} or null) and the last use
@@ -1226,25 +1412,49 @@ export class Sandbox extends DurableObject {
     return objectResponse("Sandbox", path, async () => {
       const arrived = Date.now();
       const epoch = this.epoch;
-      const { room, action } = objectRoute(req.method, path);
+      const { room, action, call } = objectRoute(req.method, path);
       const name = sandboxName(room);
-      if (action === "exec") {
+      if (action === "exec" || call === "exec") {
+        const source = call === "exec" ? "agent" : "exec";
         const request = execRequest(await readBody(req));
         await this.touch(room, arrived);
-        // The Rust object streams a command's output to the room's watchers
-        // (its WebSockets), naming the command's source (`?source=agent`);
-        // this one has no live feed, so it only counts them.
-        if (this.ctx.getWebSockets().length > 0) throw internal("the reference has no live feed, yet a WebSocket is open");
-        let result;
+        const askedBy = request.userId ?? null;
+        // The Rust object streams a command's output to the room's
+        // watchers (its WebSockets) as it comes; with none, the log is
+        // given it whole at the end, as here.
+        const watched = this.ctx.getWebSockets().length > 0;
+        if (watched) throw internal("the reference has no live feed, yet a WebSocket is open");
+        const id = freshId("c");
+        this.publish("command", JSON.stringify({ type: "command", id, cmd: request.cmd, source, askedBy: askedBy ?? undefined }));
+        let result, failure;
         try {
           result = await this.exec(name, request, arrived, epoch);
-        } finally {
-          this.audit(request, arrived, result);
+        } catch (e) {
+          failure = asApiError(e);
         }
+        // Read once, for the log and the audit.
+        let ended = null;
+        try {
+          ended = result === undefined ? null : JSON.parse(result);
+        } catch {}
+        this.commandEnded(id, ended, failure);
+        this.audit(request, source, askedBy, arrived, result !== undefined, ended);
+        if (failure) throw failure;
         // sandboxd's answer goes through as it came.
         return new Response(`{"result":${result},"sandboxName":${JSON.stringify(name)}}`, { headers: { "content-type": "application/json" } });
       }
-      if (action === "cleanup") {
+      if (call === "publish") {
+        // One event a line: JSON text has no raw newline.
+        const events = utf8.decode(await readBody(req));
+        for (const event of events.split("\n")) this.publish(/^\{"type":"([^"]*)"/.exec(event)?.[1] ?? "", event);
+        return new Response(null);
+      }
+      if (call === "expired") {
+        this.log.forget();
+        return new Response(null);
+      }
+      if (call === "destroy") {
+        this.log.forget();
         this.epoch++;
         await callSandboxd(this.sandboxd(), "DELETE", `/v1/sandboxes/${name}`, undefined, SANDBOX_DESTROY_MS);
         this.forget();
@@ -1256,21 +1466,42 @@ export class Sandbox extends DurableObject {
     });
   }
 
+  /** Logs an event and sends its frame to every watcher (there are none here). */
+  publish(kind, event) {
+    const frame = this.log.append(kind, event);
+    for (const ws of this.ctx.getWebSockets()) ws.send(frame);
+  }
+
+  /**
+   * Logs how a command ended: its output first (nobody watched it as it
+   * came), or why it could not run as its stderr, then its end.
+   */
+  commandEnded(id, ended, failure) {
+    const text = (v) => (typeof v === "string" ? v : "");
+    const flag = (v) => (typeof v === "boolean" ? v : false);
+    if (ended) {
+      for (const [stream, output] of [["stdout", text(ended.stdout)], ["stderr", text(ended.stderr)]]) {
+        for (const data of pieces(output)) this.publish("output", JSON.stringify({ type: "output", id, stream, data }));
+      }
+    } else if (failure) {
+      this.publish("output", JSON.stringify({ type: "output", id, stream: "stderr", data: `${failure.message}\n` }));
+    }
+    const exitCode = failure ? -1 : Number.isSafeInteger(ended?.exitCode) ? ended.exitCode | 0 : 0;
+    const end = { type: "command_end", id, exitCode, truncated: !failure && flag(ended?.truncated), timedOut: !failure && flag(ended?.timedOut) };
+    this.publish("command_end", JSON.stringify(end));
+  }
+
   /** Records a command as the Rust object's audit does (the same row, the same bound). */
-  audit(request, arrived, result) {
-    let ended = null;
-    try {
-      ended = result === undefined ? null : JSON.parse(result);
-    } catch {}
+  audit(request, source, askedBy, arrived, ran, ended) {
     const entry = {
       at: arrived,
       command: firstChars(request.cmd, AUDIT_CMD_CHARS),
-      source: "exec",
-      askedBy: null,
-      outcome: ended ? "ran" : "failed",
-      decidedBy: null,
-      rule: null,
-      exitCode: ended?.exitCode ?? null,
+      source,
+      askedBy,
+      outcome: ran ? "ran" : "failed",
+      decidedBy: source === "agent" ? request.decidedBy : null,
+      rule: source === "agent" ? request.rule : null,
+      exitCode: ended ? (Number.isSafeInteger(ended.exitCode) ? ended.exitCode | 0 : 0) : null,
       durationMs: Date.now() - arrived,
       timedOut: ended?.timedOut === true,
     };
@@ -1289,6 +1520,7 @@ export class Sandbox extends DurableObject {
       return;
     }
     const started = Date.now();
+    this.log.forget();
     this.alarmSet = false;
     this.epoch++;
     if (!room.asleep) await callSandboxd(this.sandboxd(), "DELETE", `/v1/sandboxes/${sandboxName(room.name)}`, undefined, SANDBOX_DESTROY_MS);
@@ -1323,9 +1555,11 @@ export class Sandbox extends DurableObject {
     return this.kept.state;
   }
 
+  /** The room is gone: its files, its row and its audit. */
   forget() {
     this.sql.exec("DELETE FROM archive");
     this.sql.exec("DELETE FROM room");
+    this.sql.exec("DELETE FROM audit");
     this.kept = { state: null, storedLastUsed: 0 };
   }
 

@@ -89,7 +89,7 @@ impl DuetAgent {
             Reply {
                 status,
                 body: Some(body),
-            } => respond::json(status, &body)?,
+            } => respond::json_text(status, body)?,
             Reply { status, body: None } => Response::empty()?.with_status(status),
         })
     }
@@ -250,8 +250,9 @@ impl DuetAgent {
         let wait = EXEC_ANSWER_MS + SANDBOXD_MARGIN_MS;
         let exec = sandbox.agent_exec(&request, Source::Mcp, asked_by, &consent);
         Ok(match timeout::within(wait, exec).await {
-            // As `POST …/sandbox/exec` answers it in `result`.
-            Some(Ok(result)) => Output::Done(written(&result)?),
+            // As `POST …/sandbox/exec` answers it in `result`, and as
+            // sandboxd wrote it: not read again on its way.
+            Some(Ok(ran)) => Output::Done(ran.into_json()),
             Some(Err(why)) => Output::Failed(format!("the sandbox could not run it: {why}")),
             None => Output::Failed(format!("the sandbox did not answer within {wait} ms")),
         })

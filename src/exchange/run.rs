@@ -462,7 +462,10 @@ impl<'a> Run<'a> {
             .sandbox
             .agent_exec(&request, Source::Agent, asked_by, consent);
         match timeout::within(budget.wait_ms, call).await {
-            Some(Ok(result)) => Outcome::Ran(result),
+            Some(Ok(ran)) => match ran.read() {
+                Ok(result) => Outcome::Ran(result),
+                Err(why) => Outcome::Failed(why),
+            },
             Some(Err(why)) => Outcome::Failed(why),
             None => Outcome::Failed(format!(
                 "the sandbox did not answer within {} ms",

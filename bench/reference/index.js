@@ -94,7 +94,7 @@ const AUDIT_CMD_CHARS = 500;
 const DELTA_INTERVAL_MS = 100;
 const MAX_STREAM_BYTES = 1024 * 1024;
 
-// ---- the model (src/ai, src/chat/context.rs, src/chat/tools.rs)
+// ---- the model (src/ai, src/exchange/context.rs, src/exchange/tools.rs)
 const DEFAULT_MODEL = "@cf/zai-org/glm-4.7-flash";
 const MAX_OUTPUT_TOKENS = 512;
 const CATALOG = "https://developers.cloudflare.com/workers-ai/models/";
@@ -473,7 +473,7 @@ async function errorOf(res) {
   return `status ${status}`;
 }
 
-// ---- the front door (src/front.rs, src/api/auth.rs, src/api/live.rs)
+// ---- the front door (src/front.rs, src/access/presented.rs, src/feed/event.rs)
 /** Whether `presented` is `token`, taking the same time wherever they first differ. */
 function sameToken(presented, token) {
   let diff = presented.length ^ token.length;
@@ -816,7 +816,7 @@ async function askModel(env, model, session, messages, maxMs) {
       cut = "its stream ended before the answer did";
     } else {
       // The Rust worker shows each piece's visible text to the room's
-      // watchers (src/chat/shown.rs); a room here never has any.
+      // watchers (src/exchange/shown.rs); a room here never has any.
       streamed.push(step.value);
       if (!streamed.complete && streamed.overBound) cut = `it was over ${MAX_STREAM_BYTES} bytes`;
     }
@@ -831,7 +831,7 @@ async function askModel(env, model, session, messages, maxMs) {
   return { text, calls: streamed.calls, cut };
 }
 
-// ---- what the model sees (src/chat/context.rs)
+// ---- what the model sees (src/exchange/context.rs)
 /** The longest suffix of `history` within the context budget, starting with a user turn. */
 function recentThatFit(history) {
   let used = 0;
@@ -861,7 +861,7 @@ function buildContext(history, text, followUps, tools) {
   return messages;
 }
 
-// ---- `<run>` tags, tool calls and rounds (src/chat/run_tags.rs, tools.rs, rounds.rs, budget.rs)
+// ---- `<run>` tags, tool calls and rounds (src/exchange/run_tags.rs, tools.rs, rounds.rs, budget.rs)
 function parseRunTags(answer) {
   let prose = "";
   const commands = [];
@@ -1016,7 +1016,7 @@ async function execThrough(sandbox, room, request) {
   return { ran: { stdout: str(result?.stdout), stderr: str(result?.stderr), exitCode: Number.isInteger(result?.exitCode) ? result.exitCode : 0, timedOut: result?.timedOut === true } };
 }
 
-/** One `/message` exchange (src/agent/exchange.rs): answers and their commands, until done or a limit; the room's reply. */
+/** One `/message` exchange (src/exchange/run.rs): answers and their commands, until done or a limit; the room's reply. */
 async function exchange(env, room, history, user, stillCurrent) {
   const { text, ts: started } = user;
   const model = configuredModel(env);
@@ -1073,7 +1073,7 @@ async function exchange(env, room, history, user, stillCurrent) {
   return boundedReply(rounds.map(answerText).filter((t) => t !== "").join("\n\n"), stop);
 }
 
-/** The reply in at most MAX_TEXT_CHARS characters, keeping the stop note (src/chat/rounds.rs). */
+/** The reply in at most MAX_TEXT_CHARS characters, keeping the stop note (src/exchange/rounds.rs). */
 function boundedReply(body, note) {
   const paragraphs = (first, then) => (then ? (first ? `${first}\n\n${then}` : then) : first);
   const whole = paragraphs(body, note);
@@ -1084,7 +1084,7 @@ function boundedReply(body, note) {
 }
 
 // ---- DuetAgent (src/agent)
-/** The log's event for a stored message (src/api/live.rs). */
+/** The log's event for a stored message (src/feed/event.rs). */
 const messageEvent = (message) => JSON.stringify({ type: "message", message });
 const toMessage = (row) =>
   row.userId == null ? { role: row.role, text: row.text, ts: row.ts } : { role: row.role, userId: row.userId, text: row.text, ts: row.ts };
@@ -1289,7 +1289,7 @@ async function callSandboxd(base, method, path, body, limitMs) {
   throw res.status === 503 ? sandboxUnavailable(why) : sandboxFailed(why);
 }
 
-// ---- the room's log (src/sandbox/feed_log.rs, src/sandbox/feed.rs, src/api/live.rs)
+// ---- the room's log (src/feed/log.rs, src/feed/fanout.rs, src/feed/event.rs)
 const FEED_LOG_EVENTS = 2_000;
 const FEED_LOG_BYTES = 1024 * 1024;
 const OUTPUT_EVENT_BYTES = 16 * 1024;

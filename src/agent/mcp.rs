@@ -11,11 +11,10 @@
 //! which the client's model reads, never a failed request.
 
 use std::cell::Cell;
-use std::time::Duration;
 
 use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
-use worker::{web_sys, Delay, Response};
+use worker::{web_sys, Response};
 
 use super::{written, DuetAgent};
 use crate::access::token::Claims;
@@ -28,17 +27,16 @@ use crate::api::shapes::{
     AuditEntry, AuditOutcome, Decision, HistoryResponse, Message, MessageRequest, Role, Source,
 };
 use crate::api::{validate, ApiError};
-use crate::approvals::audit::{self, Consent};
+use crate::approvals::audit;
+use crate::approvals::consent::{Hearer, Said};
 use crate::approvals::policy::Verdict;
+use crate::approvals::waiting::Heard;
 use crate::feed::event::Event;
 use crate::mcp::tools::{Output, Tool};
 use crate::mcp::{self, Call, Headers, Item, Reply};
 use crate::room::calls::SandboxObject;
 use crate::runtime::{body, clock, config, respond, timeout};
 use crate::text::first_chars;
-
-/// How often a command waiting for a writer looks at its approval.
-const POLL_MS: u64 = 100;
 
 /// Counts a call in flight for as long as it lives.
 struct Calling<'a>(&'a Cell<usize>);
@@ -102,7 +100,7 @@ impl DuetAgent {
             Reply {
                 status,
                 body: Some(body),
-            } => respond::json(status, &body)?,
+            } => respond::json_text(status, body)?,
             Reply { status, body: None } => Response::empty()?.with_status(status),
         })
     }
@@ -234,40 +232,24 @@ impl DuetAgent {
         let epoch = self.clock.epoch();
         self.touch(room).await?;
         let sandbox = SandboxObject::of(&self.env, room)?;
-        let refused = |consent: Consent, why: String| async {
-            sandbox
-                .audit(&audit::entry(
+        let said = match self.policy()?.judge(&cmd) {
+            Verdict::Ask => self.approval(room, &cmd, asked_by).await?,
+            verdict => Said::of_verdict(&verdict, Hearer::Mcp),
+        };
+        let consent = match said {
+            Said::Run(consent) => consent,
+            Said::Refused { why, consent } => {
+                let entry = audit::entry(
                     clock::now_ms(),
                     &cmd,
                     Source::Mcp,
                     asked_by.map(str::to_owned),
                     AuditOutcome::Refused,
                     consent,
-                ))
-                .await;
-            Ok(Output::Failed(why))
-        };
-        let consent = match self.policy()?.judge(&cmd) {
-            Verdict::Run { rule } => Consent {
-                decided_by: None,
-                rule,
-            },
-            Verdict::Denied { rule } => {
-                let why = format!("not run: denied by the room's rule `{rule}`");
-                let consent = Consent {
-                    decided_by: None,
-                    rule: Some(rule),
-                };
-                return refused(consent, why).await;
+                );
+                sandbox.audit(&entry).await;
+                return Ok(Output::Failed(why));
             }
-            Verdict::Off => {
-                let why = "not run: the room's policy runs no agent commands (off)".into();
-                return refused(Consent::default(), why).await;
-            }
-            Verdict::Ask => match self.approval(room, &cmd, asked_by).await? {
-                Ok(consent) => consent,
-                Err((consent, why)) => return refused(consent, why).await,
-            },
         };
         self.clock.still_current(epoch)?;
         let request = ExecRequest {
@@ -279,8 +261,9 @@ impl DuetAgent {
         let wait = EXEC_ANSWER_MS + SANDBOXD_MARGIN_MS;
         let exec = sandbox.agent_exec(&request, Source::Mcp, asked_by, &consent);
         Ok(match timeout::within(wait, exec).await {
-            // As `POST …/sandbox/exec` answers it in `result`.
-            Some(Ok(result)) => Output::Done(written(&result)?),
+            // As `POST …/sandbox/exec` answers it in `result`, and as
+            // sandboxd wrote it: not read again on its way.
+            Some(Ok(ran)) => Output::Done(ran.into_json()),
             Some(Err(why)) => Output::Failed(format!("the sandbox could not run it: {why}")),
             None => Output::Failed(format!("the sandbox did not answer within {wait} ms")),
         })
@@ -289,14 +272,20 @@ impl DuetAgent {
     /// Waits, within [`MCP_APPROVAL_WAIT_MS`] (or the room's shorter
     /// `DUET_APPROVAL_TIMEOUT_SECONDS`), for a writer to decide on
     /// `cmd` (through `POST …/approvals/{id}`, as for the agent's commands,
-    /// and shown on the feed the same way). Answers who approved it, or
-    /// who refused it and why; it expires when nobody decided in time.
+    /// and shown on the feed the same way). Answers what the decision says:
+    /// who approved it, or who refused it and why; it expires when nobody
+    /// decided in time.
+    ///
+    /// Nothing polls: the call sleeps until its approval is decided (every
+    /// decision is told through `approvals::waiting`, whoever makes it) or
+    /// its deadline comes. Should the object be evicted meanwhile, the
+    /// request ends with it, and the alarm expires the approval.
     async fn approval(
         &self,
         room: &str,
         cmd: &str,
         asked_by: Option<&str>,
-    ) -> Result<Result<Consent, (Consent, String)>, ApiError> {
+    ) -> Result<Said, ApiError> {
         let now = clock::now_ms();
         let wait_ms = config::seconds_as_ms(
             &self.env,
@@ -305,55 +294,49 @@ impl DuetAgent {
         )
         .min(MCP_APPROVAL_WAIT_MS);
         let asked = self.approvals.ask(cmd, asked_by, now, now + wait_ms)?;
+        // Waiting from here: a decision while the approval is published is
+        // heard too.
+        let mut decision = self.approvals.wait(asked.id);
         self.schedule(now).await?;
         self.publish(room, &[Event::Approval { approval: &asked }])
             .await;
         let decided = loop {
-            Delay::from(Duration::from_millis(POLL_MS)).await;
-            let Some(approval) = self.approvals.get(asked.id)? else {
-                return Err(ApiError::CleanedUp);
-            };
-            if approval.decision.is_some() {
-                break approval;
-            }
-            let now = clock::now_ms();
-            if now >= asked.expires_at {
-                // The alarm would expire it too; whichever comes first.
-                match self
-                    .approvals
-                    .decide(asked.id, Decision::Expired, None, now)
-                {
-                    Ok(approval) => {
-                        self.publish(
-                            room,
-                            &[Event::Decided {
-                                approval: &approval,
-                            }],
-                        )
-                        .await;
-                        break approval;
-                    }
-                    Err(ApiError::AlreadyDecided(_)) => continue,
-                    Err(e) => return Err(e),
+            // A timer may end a little before the clock reads its end.
+            let left = asked.expires_at.saturating_sub(clock::now_ms());
+            if left > 0 {
+                match timeout::within(left, &mut decision).await {
+                    Some(Heard::Decided) => match self.approvals.get(asked.id)? {
+                        Some(approval) => break approval,
+                        None => return Err(ApiError::CleanedUp),
+                    },
+                    Some(Heard::Forgotten) => return Err(ApiError::CleanedUp),
+                    None => continue,
                 }
             }
+            // The alarm expires it too; the first decision stands.
+            match self
+                .approvals
+                .decide(asked.id, Decision::Expired, None, clock::now_ms())
+            {
+                Ok(approval) => {
+                    self.publish(
+                        room,
+                        &[Event::Decided {
+                            approval: &approval,
+                        }],
+                    )
+                    .await;
+                    break approval;
+                }
+                Err(ApiError::AlreadyDecided(_)) => match self.approvals.get(asked.id)? {
+                    Some(approval) => break approval,
+                    None => return Err(ApiError::CleanedUp),
+                },
+                Err(ApiError::NoSuchApproval) => return Err(ApiError::CleanedUp),
+                Err(e) => return Err(e),
+            }
         };
-        let consent = Consent {
-            decided_by: decided.decided_by.clone(),
-            rule: None,
-        };
-        let by = decided.decided_by.as_deref().unwrap_or("a writer");
-        Ok(match decided.decision {
-            Some(Decision::Approved) => Ok(consent),
-            Some(Decision::Denied) => Err((consent, format!("not run: denied by {by}"))),
-            Some(Decision::Expired) | None => Err((
-                consent,
-                format!(
-                    "not run: expired, no writer approved it within {} s",
-                    wait_ms / 1000
-                ),
-            )),
-        })
+        Ok(Said::of_approval(&decided, Hearer::Mcp))
     }
 }
 

@@ -188,8 +188,10 @@ pub fn messages_of(value: &Value) -> Vec<Message> {
 
 /// The exec answer: `{"result": ..., "sandboxName": ...}`. The result is
 /// sandboxd's [`ExecResult`](duet_wire::ExecResult) (that of
-/// `docs/openapi.yaml` too): the Sandbox object passes it through unparsed,
-/// as it may carry megabytes of output, and the agent reads it whole.
+/// `docs/openapi.yaml` too): the Sandbox object passes it through as
+/// sandboxd wrote it, as it may carry megabytes of output. The DuetAgent's
+/// calls (`room::calls`) are answered the result alone, which the agent
+/// reads once and an MCP client is given as it is.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecResponse<R> {

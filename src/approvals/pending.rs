@@ -9,12 +9,17 @@
 //! wins and the second learns how it went. An exchange is taken for resuming
 //! in one step too, and deleted as it is taken: a resume that dies half-way
 //! (the object evicted) does not run its commands twice.
+//!
+//! Every decision made here, and the forgetting of them all, is told to
+//! whoever waits for it in memory ([`waiting`](super::waiting)): one place
+//! that no way of deciding can pass by.
 
 use std::cell::RefCell;
 
 use worker::{SqlStorage, SqlStorageValue};
 
 use super::policy::{AgentCommands, Policy, Verdict};
+use super::waiting::{Waiter, Waiting};
 use crate::api::error::FieldErrors;
 use crate::api::shapes::{Approval, Decision};
 use crate::api::validate::{json_object, optional_name, required_string};
@@ -47,6 +52,8 @@ pub struct Approvals {
     sql: SqlStorage,
     /// The room's policy, once read.
     policy: RefCell<Option<Policy>>,
+    /// Who waits for a decision, in this instance of the object.
+    waiting: Waiting,
 }
 
 /// A paused exchange whose approvals are all decided.
@@ -100,6 +107,7 @@ impl Approvals {
         Ok(Self {
             sql,
             policy: RefCell::default(),
+            waiting: Waiting::default(),
         })
     }
 
@@ -212,6 +220,15 @@ impl Approvals {
         self.get(id)?.ok_or(ApiError::NoSuchApproval)
     }
 
+    /// Waits for the decision on approval `id`, whoever makes it, from now
+    /// on (see [`Waiting::wait`]); it hears [`Forgotten`] once the room's
+    /// approvals are. The decision is then read with [`Self::get`].
+    ///
+    /// [`Forgotten`]: super::waiting::Heard::Forgotten
+    pub fn wait(&self, id: u64) -> Waiter<'_> {
+        self.waiting.wait(id)
+    }
+
     /// Approval `id`, as it stands; `None` once forgotten with the room.
     pub fn get(&self, id: u64) -> worker::Result<Option<Approval>> {
         let found = self.select("WHERE id = ?", vec![SqlStorageValue::Integer(id as i64)])?;
@@ -250,6 +267,7 @@ impl Approvals {
                 SqlStorageValue::Integer(id as i64),
             ],
         )?;
+        self.waiting.decided(id);
         self.mark_ready()?;
         Ok(Approval {
             decision: Some(decision),
@@ -274,6 +292,7 @@ impl Approvals {
                     SqlStorageValue::Integer(approval.id as i64),
                 ],
             )?;
+            self.waiting.decided(approval.id);
         }
         self.mark_ready()?;
         Ok(due
@@ -325,6 +344,7 @@ impl Approvals {
         self.sql.exec("DELETE FROM paused", None)?;
         self.sql.exec("DELETE FROM policy", None)?;
         *self.policy.borrow_mut() = None;
+        self.waiting.forgotten();
         Ok(())
     }
 

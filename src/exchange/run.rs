@@ -35,7 +35,7 @@ use crate::api::shapes::Source;
 use crate::api::shapes::{Approval, AuditOutcome, Message};
 use crate::api::{validate, ApiError};
 use crate::approvals::audit::{self, Consent};
-use crate::approvals::consent::Said;
+use crate::approvals::consent::{Hearer, Said};
 use crate::approvals::policy::{Policy, Verdict};
 use crate::exchange::budget::{command_budget, follow_up_call};
 use crate::exchange::context;
@@ -213,7 +213,7 @@ pub async fn resume(
     for (at, approval) in decided.iter().enumerate() {
         still_current()?;
         let timeout_ms = commands.get(at).and_then(|command| command.timeout_ms);
-        let said = Said::of_approval(approval);
+        let said = Said::of_approval(approval, Hearer::Exchange);
         let cmd = &approval.command;
         let outcome = run
             .carry_out(cmd, timeout_ms, said, paused.asked_by.as_deref())
@@ -334,7 +334,7 @@ impl<'a> Run<'a> {
                 let off = verdicts.contains(&Verdict::Off);
                 for (command, verdict) in commands.into_iter().zip(verdicts) {
                     still_current()?;
-                    let said = Said::of_verdict(&verdict);
+                    let said = Said::of_verdict(&verdict, Hearer::Exchange);
                     let asked_by = at.asked_by.as_deref();
                     let outcome = self
                         .carry_out(&command.cmd, command.timeout_ms, said, asked_by)
@@ -462,7 +462,10 @@ impl<'a> Run<'a> {
             .sandbox
             .agent_exec(&request, Source::Agent, asked_by, consent);
         match timeout::within(budget.wait_ms, call).await {
-            Some(Ok(result)) => Outcome::Ran(result),
+            Some(Ok(ran)) => match ran.read() {
+                Ok(result) => Outcome::Ran(result),
+                Err(why) => Outcome::Failed(why),
+            },
             Some(Err(why)) => Outcome::Failed(why),
             None => Outcome::Failed(format!(
                 "the sandbox did not answer within {} ms",

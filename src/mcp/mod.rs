@@ -39,11 +39,11 @@ pub struct Headers<'a> {
     pub name: Option<&'a str>,
 }
 
-/// An HTTP answer: a status and a JSON body, or none (202).
+/// An HTTP answer: a status and a JSON body, written, or none (202).
 #[derive(Debug, PartialEq)]
 pub struct Reply {
     pub status: u16,
-    pub body: Option<Value>,
+    pub body: Option<String>,
 }
 
 /// What became of one message of a POST.
@@ -120,7 +120,7 @@ pub fn reply(batch: bool, answers: Vec<Reply>) -> Reply {
         [only] if !batch => only.status,
         _ => 200,
     };
-    let mut bodies: Vec<Value> = answers.into_iter().filter_map(|a| a.body).collect();
+    let mut bodies: Vec<String> = answers.into_iter().filter_map(|a| a.body).collect();
     match (batch, bodies.pop()) {
         (_, None) => Reply {
             status: 202,
@@ -134,28 +134,33 @@ pub fn reply(batch: bool, answers: Vec<Reply>) -> Reply {
             bodies.push(last);
             Reply {
                 status,
-                body: Some(Value::Array(bodies)),
+                body: Some(format!("[{}]", bodies.join(","))),
             }
         }
     }
 }
 
-/// A call's answer.
+/// A call's answer: its result, JSON text, goes in as it is written
+/// (`tools::Output`).
 pub fn answer(call: &Call, output: &tools::Output) -> Reply {
-    ok(rpc::result(&call.id, call.version, output.to_result()))
+    Reply {
+        status: 200,
+        body: Some(rpc::result_written(
+            &call.id,
+            call.version,
+            output.to_result(),
+        )),
+    }
 }
 
 fn ok(body: Value) -> Reply {
-    Reply {
-        status: 200,
-        body: Some(body),
-    }
+    refused(200, body)
 }
 
 fn refused(status: u16, body: Value) -> Reply {
     Reply {
         status,
-        body: Some(body),
+        body: Some(rpc::written(&body)),
     }
 }
 

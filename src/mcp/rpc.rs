@@ -1,7 +1,8 @@
 //! JSON-RPC 2.0 as MCP uses it: the error codes, and the responses a room
 //! writes. Built as `Value`s by [`object`], not `json!`, which converts
 //! each value it is given through a serializer of its own: that one alone
-//! would cost the upload kilobytes.
+//! would cost the upload kilobytes. A tool call's result, which holds JSON
+//! text as it came, is written around it instead ([`result_written`]).
 
 use serde_json::{Map, Value};
 
@@ -60,4 +61,24 @@ pub fn result(id: &Value, version: &str, mut result: Value) -> Value {
         ("id", id.clone()),
         ("result", result),
     ])
+}
+
+/// [`result`], written, for a result written already: `result` is the
+/// JSON text of an object with at least one member, which is not read
+/// into a `Value` to be written again.
+pub fn result_written(id: &Value, version: &str, mut result: String) -> String {
+    if version == MODERN {
+        result.pop(); // the object's closing brace
+        result.push_str(r#","resultType":"complete"}"#);
+    }
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+        written(id)
+    )
+}
+
+/// A response, or a part of one, as JSON text.
+pub fn written(value: &Value) -> String {
+    // Writing a `Value` cannot fail: its keys are strings.
+    serde_json::to_string(value).unwrap_or_default()
 }

@@ -2,6 +2,17 @@ use serde_json::{json, Value};
 
 use super::*;
 
+/// A reply's body, written, read back.
+trait Written {
+    fn json(self) -> Value;
+}
+
+impl Written for Option<String> {
+    fn json(self) -> Value {
+        serde_json::from_str(&self.expect("a body")).expect("the body is JSON")
+    }
+}
+
 fn post(headers: Headers<'_>, body: &Value, role: RoomRole) -> Result<Post, Reply> {
     read(headers, body.to_string().as_bytes(), role)
 }
@@ -63,7 +74,7 @@ fn initialize_echoes_or_offers_the_newest_and_mints_no_session() {
             RoomRole::Watcher,
         );
         assert_eq!(reply.status, 200);
-        let result = &reply.body.unwrap()["result"];
+        let result = &reply.body.json()["result"];
         assert_eq!(result["protocolVersion"], given);
         assert_eq!(result["serverInfo"]["name"], "duet");
         assert!(result["capabilities"]["tools"].is_object());
@@ -97,10 +108,10 @@ fn notifications_and_responses_are_202() {
 #[test]
 fn ping_and_tools_list_by_role() {
     let pong = answered(LEGACY, request("ping", json!({})), RoomRole::Watcher);
-    assert_eq!(pong.body.unwrap()["result"], json!({}));
+    assert_eq!(pong.body.json()["result"], json!({}));
     let list = |role| {
         let reply = answered(LEGACY, request("tools/list", json!({})), role);
-        let tools = reply.body.unwrap()["result"]["tools"].clone();
+        let tools = reply.body.json()["result"]["tools"].clone();
         tools
             .as_array()
             .unwrap()
@@ -144,7 +155,7 @@ fn a_tool_call_is_handed_on_and_a_refused_one_is_a_tool_error() {
         why,
         "run_command needs the writer role; this token gives watcher"
     );
-    let result = &answer(&call, &tools::Output::Failed(why)).body.unwrap()["result"];
+    let result = &answer(&call, &tools::Output::Failed(why)).body.json()["result"];
     assert_eq!(result["isError"], true);
     assert_eq!(
         result["content"][0]["text"],
@@ -170,13 +181,13 @@ fn unknown_methods_tools_and_bad_params() {
         RoomRole::Owner,
     );
     assert_eq!(unknown.status, 200, "in-band in the legacy era");
-    assert_eq!(unknown.body.unwrap()["error"]["code"], -32601);
+    assert_eq!(unknown.body.json()["error"]["code"], -32601);
     let tool = answered(
         LEGACY,
         request("tools/call", json!({"name": "rm"})),
         RoomRole::Owner,
     );
-    let error = &tool.body.unwrap()["error"];
+    let error = &tool.body.json()["error"];
     assert_eq!(
         (error["code"].clone(), error["message"].clone()),
         (json!(-32602), json!("Unknown tool: rm"))
@@ -186,18 +197,18 @@ fn unknown_methods_tools_and_bad_params() {
         json!({"name": "run_command", "arguments": [1]}),
     ] {
         let reply = answered(LEGACY, request("tools/call", params), RoomRole::Owner);
-        assert_eq!(reply.body.unwrap()["error"]["code"], -32602);
+        assert_eq!(reply.body.json()["error"]["code"], -32602);
     }
     let not_object = answered(LEGACY, request("tools/list", json!([1])), RoomRole::Owner);
     assert_eq!(not_object.status, 400);
-    assert_eq!(not_object.body.unwrap()["error"]["code"], -32602);
+    assert_eq!(not_object.body.json()["error"]["code"], -32602);
 }
 
 #[test]
 fn what_is_not_json_rpc_is_refused() {
     let reply = read(LEGACY, b"{not json", RoomRole::Owner).unwrap_err();
     assert_eq!(reply.status, 400);
-    assert_eq!(reply.body.unwrap()["error"]["code"], -32700);
+    assert_eq!(reply.body.json()["error"]["code"], -32700);
     for bad in [
         json!({"id": 1, "method": "ping"}),
         json!({"jsonrpc": "2.0", "id": 1, "method": 7}),
@@ -208,7 +219,7 @@ fn what_is_not_json_rpc_is_refused() {
     ] {
         let reply = answered(LEGACY, bad.clone(), RoomRole::Owner);
         assert_eq!(reply.status, 400, "{bad}");
-        assert_eq!(reply.body.unwrap()["error"]["code"], -32600, "{bad}");
+        assert_eq!(reply.body.json()["error"]["code"], -32600, "{bad}");
     }
 }
 
@@ -248,7 +259,7 @@ fn batches_only_in_2025_03_26() {
         .collect();
     let whole = reply(true, answers);
     assert_eq!(whole.status, 200);
-    let body = whole.body.unwrap();
+    let body = whole.body.json();
     assert_eq!(body.as_array().unwrap().len(), 2);
     assert_eq!(body[1]["id"], 2);
     let later = Headers {
@@ -257,7 +268,7 @@ fn batches_only_in_2025_03_26() {
     };
     let refused = super::read(later, batch.to_string().as_bytes(), RoomRole::Watcher).unwrap_err();
     assert_eq!(refused.status, 400);
-    assert_eq!(refused.body.unwrap()["error"]["code"], -32600);
+    assert_eq!(refused.body.json()["error"]["code"], -32600);
     for bad in [
         json!([]),
         json!([request("initialize", json!({})), request("ping", json!({}))]),
@@ -305,7 +316,7 @@ fn modern_discover_list_and_call() {
         RoomRole::Watcher,
     );
     assert_eq!(discover.status, 200);
-    let result = discover.body.unwrap()["result"].clone();
+    let result = discover.body.json()["result"].clone();
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["supportedVersions"], json!(version::SUPPORTED));
     assert_eq!(result["_meta"][META_SERVER]["name"], "duet");
@@ -314,7 +325,7 @@ fn modern_discover_list_and_call() {
         modern("tools/list", json!({})),
         RoomRole::Watcher,
     );
-    let result = list.body.unwrap()["result"].clone();
+    let result = list.body.json()["result"].clone();
     assert_eq!(
         (result["resultType"].clone(), result["cacheScope"].clone()),
         (json!("complete"), json!("private"))
@@ -337,7 +348,7 @@ fn modern_discover_list_and_call() {
         (MODERN, Some("probe"))
     );
     let done = answer(&call, &tools::Output::Done(r#"{"exitCode":0}"#.into()));
-    assert_eq!(done.body.unwrap()["result"]["resultType"], "complete");
+    assert_eq!(done.body.json()["result"]["resultType"], "complete");
 }
 
 #[test]
@@ -366,7 +377,7 @@ fn modern_headers_must_match_the_body() {
     for (headers, code) in cases {
         let reply = answered(headers, body.clone(), RoomRole::Writer);
         assert_eq!(reply.status, 400, "{headers:?}");
-        assert_eq!(reply.body.unwrap()["error"]["code"], code, "{headers:?}");
+        assert_eq!(reply.body.json()["error"]["code"], code, "{headers:?}");
     }
     let encoded = post(
         modern_headers("tools/call", Some("=?base64?cnVuX2NvbW1hbmQ=?=")),
@@ -385,7 +396,7 @@ fn modern_errors_have_their_codes_and_statuses() {
     future["params"]["_meta"][META_VERSION] = "2099-01-01".into();
     let reply = answered(modern_headers("tools/list", None), future, RoomRole::Owner);
     assert_eq!(reply.status, 400);
-    let error = reply.body.unwrap()["error"].clone();
+    let error = reply.body.json()["error"].clone();
     assert_eq!(error["code"], -32022);
     assert_eq!(error["data"]["requested"], "2099-01-01");
     assert_eq!(error["data"]["supported"][0], MODERN);
@@ -393,7 +404,7 @@ fn modern_errors_have_their_codes_and_statuses() {
     bare["params"]["_meta"] = json!({META_VERSION: MODERN});
     let reply = answered(modern_headers("tools/list", None), bare, RoomRole::Owner);
     assert_eq!(
-        (reply.status, reply.body.unwrap()["error"]["code"].clone()),
+        (reply.status, reply.body.json()["error"]["code"].clone()),
         (400, json!(-32602))
     );
     for method in ["ping", "initialize", "resources/list"] {
@@ -403,12 +414,43 @@ fn modern_errors_have_their_codes_and_statuses() {
             RoomRole::Owner,
         );
         assert_eq!(reply.status, 404, "{method}");
-        assert_eq!(reply.body.unwrap()["error"]["code"], -32601);
+        assert_eq!(reply.body.json()["error"]["code"], -32601);
     }
     let legacy_discover = answered(
         LEGACY,
         request("server/discover", json!({})),
         RoomRole::Owner,
     );
-    assert_eq!(legacy_discover.body.unwrap()["error"]["code"], -32601);
+    assert_eq!(legacy_discover.body.json()["error"]["code"], -32601);
+}
+
+#[test]
+fn a_tool_result_goes_into_the_answer_as_it_was_written() {
+    let params = json!({"name": "run_command", "arguments": {"command": "ls"}});
+    let Ok(Post { mut items, .. }) = post(LEGACY, &request("tools/call", params), RoomRole::Writer)
+    else {
+        panic!()
+    };
+    let Some(Item::Call(call)) = items.pop() else {
+        panic!()
+    };
+    // As sandboxd writes it: its own spacing and escapes are kept.
+    let written = r#"{"stdout":"a \"b\"\n\u00e9","exitCode":0, "timedOut":false}"#;
+    let body = answer(&call, &tools::Output::Done(written.into())).body;
+    let text = body.clone().unwrap();
+    assert!(text.contains(&format!(r#""structuredContent":{written}"#)));
+    let result = &body.json()["result"];
+    assert_eq!(result["content"][0]["text"], written);
+    assert_eq!(result["structuredContent"]["stdout"], "a \"b\"\né");
+    assert_eq!(result["isError"], false);
+    assert!(result.get("resultType").is_none());
+    assert_eq!(
+        reply(
+            true,
+            vec![answer(&call, &tools::Output::Failed("no".into()))]
+        )
+        .body
+        .json()[0]["result"]["isError"],
+        true
+    );
 }

@@ -10,7 +10,6 @@
 use crate::api::shapes::Source;
 use serde_json::Value;
 
-use super::rpc::object;
 use crate::api::role::RoomRole;
 
 /// The tools, in the order listed. Their limits are checked against
@@ -76,32 +75,29 @@ pub fn listed(role: RoomRole) -> Vec<Value> {
 /// model reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
-    /// Structured content as JSON text (written by the serializers the
-    /// routes use already), also given as text for clients that read only
-    /// text.
+    /// Structured content as the JSON text of an object (written by the
+    /// serializers the routes use already, or sandboxd's result of a
+    /// command, as it wrote it), also given as text for clients that read
+    /// only text.
     Done(String),
     Failed(String),
 }
 
 impl Output {
-    /// The `CallToolResult`.
-    pub fn to_result(&self) -> Value {
-        let (text, structured) = match self {
-            Self::Done(json) => (json, serde_json::from_str(json).ok()),
-            Self::Failed(why) => (why, None),
-        };
-        let content = object(vec![
-            ("type", "text".into()),
-            ("text", text.as_str().into()),
-        ]);
-        let mut result = object(vec![
-            ("content", Value::Array(vec![content])),
-            ("isError", structured.is_none().into()),
-        ]);
-        if let Some(structured) = structured {
-            result["structuredContent"] = structured;
+    /// The `CallToolResult`, written: a result's JSON text goes in as it
+    /// is, as `structuredContent`, and escaped, as the text content.
+    pub fn to_result(&self) -> String {
+        let text = |text| serde_json::to_string(text).unwrap_or_default();
+        match self {
+            Self::Done(json) => format!(
+                r#"{{"content":[{{"type":"text","text":{}}}],"isError":false,"structuredContent":{json}}}"#,
+                text(json)
+            ),
+            Self::Failed(why) => format!(
+                r#"{{"content":[{{"type":"text","text":{}}}],"isError":true}}"#,
+                text(why)
+            ),
         }
-        result
     }
 }
 
@@ -171,11 +167,12 @@ mod tests {
 
     #[test]
     fn results_carry_their_json_as_text_and_errors_are_flagged() {
-        let done = Output::Done(r#"{"exitCode":0}"#.into()).to_result();
+        let read = |output: Output| -> Value { serde_json::from_str(&output.to_result()).unwrap() };
+        let done = read(Output::Done(r#"{"exitCode":0}"#.into()));
         assert_eq!(done["content"][0]["text"], r#"{"exitCode":0}"#);
         assert_eq!(done["structuredContent"]["exitCode"], 0);
         assert_eq!(done["isError"], false);
-        let failed = Output::Failed("denied by bo".into()).to_result();
+        let failed = read(Output::Failed("denied by bo".into()));
         assert_eq!(failed["isError"], true);
         assert_eq!(failed["content"][0]["text"], "denied by bo");
         assert!(failed.get("structuredContent").is_none());

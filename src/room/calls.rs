@@ -18,7 +18,7 @@ use crate::api::shapes::{exec_result, messages_of, sandbox_name, AuditEntry, Mes
 use crate::api::ApiError;
 use crate::approvals::audit::Consent;
 use crate::feed::event::Event;
-use crate::runtime::{bindings, internal};
+use crate::runtime::{bindings, body, internal};
 
 /// A [`Call::AgentExec`]'s body: an exec request (`api::validate` reads
 /// it) with the `userId` of whoever sent the message and the [`Consent`].
@@ -35,9 +35,11 @@ struct AgentExecBody<'a> {
 /// A call from one of a room's objects to the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
-    /// DuetAgent → Sandbox: a command of the agent's.
+    /// DuetAgent → Sandbox: a command of the agent's; answers its
+    /// `duet_wire::ExecResult`, as sandboxd wrote it.
     AgentExec,
-    /// DuetAgent → Sandbox: a command of an MCP client's (`run_command`).
+    /// DuetAgent → Sandbox: a command of an MCP client's (`run_command`);
+    /// answers as [`Call::AgentExec`] does.
     McpExec,
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
@@ -59,9 +61,12 @@ pub enum Call {
 }
 
 /// Each call's path tail and method; a path is `/internal/rooms/{room}/{tail}`.
+/// A call whose answer changes takes a new tail, so that while a deploy
+/// leaves a room's two objects on different versions, the call fails as
+/// unknown (before anything runs) rather than being misread.
 const CALLS: [(Call, &str, &str); 9] = [
-    (Call::AgentExec, "exec", "POST"),
-    (Call::McpExec, "mcp-exec", "POST"),
+    (Call::AgentExec, "agent-run", "POST"),
+    (Call::McpExec, "mcp-run", "POST"),
     (Call::Publish, "publish", "POST"),
     (Call::Audit, "audit", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
@@ -280,6 +285,32 @@ impl AgentObject {
     }
 }
 
+/// A command's result as the Sandbox object answers the DuetAgent:
+/// sandboxd's [`ExecResult`] as the JSON text sandboxd wrote, checked to be
+/// a JSON object there and not rewritten since. It is read once, by whoever
+/// needs to read it: the exchange, into an [`ExecResult`]; an MCP client is
+/// given the text as it is.
+pub struct Ran(String);
+
+impl Ran {
+    /// The result, read.
+    pub fn read(&self) -> Result<ExecResult, String> {
+        match serde_json::from_str(&self.0) {
+            Ok(result) => Ok(exec_result(&result)),
+            Err(e) => Err(unexpected(&e)),
+        }
+    }
+
+    /// The result's JSON text.
+    pub fn into_json(self) -> String {
+        self.0
+    }
+}
+
+fn unexpected(e: &dyn std::fmt::Display) -> String {
+    format!("unexpected sandbox answer: {e}")
+}
+
 /// The Sandbox object of a room, as its DuetAgent reaches it.
 pub struct SandboxObject {
     stub: Stub,
@@ -303,7 +334,7 @@ impl SandboxObject {
         source: Source,
         asked_by: Option<&str>,
         consent: &Consent,
-    ) -> Result<ExecResult, String> {
+    ) -> Result<Ran, String> {
         let body = serde_json::to_vec(&AgentExecBody {
             cmd: &request.cmd,
             timeout_ms: request.timeout_ms,
@@ -316,11 +347,13 @@ impl SandboxObject {
             Source::Mcp => Call::McpExec,
             Source::Agent | Source::Exec => Call::AgentExec,
         };
-        let mut response = send(&self.stub, &self.room, call, Some(&body)).await?;
-        match response.json::<serde_json::Value>().await {
-            Ok(answer) => Ok(exec_result(&answer["result"])),
-            Err(e) => Err(format!("unexpected sandbox answer: {e}")),
-        }
+        let response = send(&self.stub, &self.room, call, Some(&body)).await?;
+        let bytes = body::all_of(response)
+            .await
+            .map_err(|e| unexpected(&worker::Error::from(e)))?;
+        String::from_utf8(bytes)
+            .map(Ran)
+            .map_err(|e| unexpected(&e))
     }
 
     /// Records a command of the agent's that did not run; lost if the
@@ -404,7 +437,7 @@ mod tests {
         );
         assert_eq!(asked("GET", "/health").unwrap_err().status(), 404);
         assert_eq!(
-            asked("POST", "/internal/rooms/a%2Fb/exec")
+            asked("POST", "/internal/rooms/a%2Fb/agent-run")
                 .unwrap_err()
                 .status(),
             400

@@ -331,13 +331,20 @@ impl Sandbox {
             ..audit::entry(arrived, &command, source, asked_by, outcome, consent)
         })?;
         let result = result?;
-        Ok(respond::json(
-            200,
-            &ExecResponse {
-                result,
-                sandbox_name: name,
-            },
-        )?)
+        Ok(match source {
+            Source::Exec => respond::json(
+                200,
+                &ExecResponse {
+                    result,
+                    sandbox_name: name,
+                },
+            )?,
+            // The DuetAgent is given the result alone, as sandboxd wrote it:
+            // not wrapped, so not written again here.
+            Source::Agent | Source::Mcp => {
+                respond::json_text(200, Box::<str>::from(result).into_string())?
+            }
+        })
     }
 
     /// `GET …/audit`: `{"entries": [...]}`, as stored.

@@ -33,7 +33,7 @@ use crate::approvals::policy::Verdict;
 use crate::approvals::waiting::Heard;
 use crate::feed::event::Event;
 use crate::mcp::tools::{Output, Tool};
-use crate::mcp::{self, Call, Headers, Item, Reply};
+use crate::mcp::{self, CallTool, Headers, Item, Reply};
 use crate::room::calls::SandboxObject;
 use crate::runtime::{body, clock, config, respond, timeout};
 use crate::text::first_chars;
@@ -85,7 +85,7 @@ impl DuetAgent {
                 for item in post.items {
                     answers.push(match item {
                         Item::Answered(reply) => reply,
-                        Item::Call(call) => {
+                        Item::CallTool(call) => {
                             let name = claims.and_then(|claims| claims.name.as_deref());
                             let asked_by = name.or(call.client.as_deref());
                             let output = self.call(room, &call, asked_by).await;
@@ -108,7 +108,7 @@ impl DuetAgent {
     /// Carries out a call, or refuses it (its role, or too many at once);
     /// every one is in the room's audit (a command, by the Sandbox object
     /// that runs it or here where it is refused).
-    async fn call(&self, room: &str, call: &Call, asked_by: Option<&str>) -> Output {
+    async fn call(&self, room: &str, call: &CallTool, asked_by: Option<&str>) -> Output {
         let calling = Calling::enter(&self.mcp_calls);
         let busy = || {
             format!(
@@ -146,7 +146,7 @@ impl DuetAgent {
     async fn audit_call(
         &self,
         room: &str,
-        call: &Call,
+        call: &CallTool,
         asked_by: Option<&str>,
         outcome: AuditOutcome,
     ) {

@@ -53,12 +53,13 @@ pub enum Item {
     /// for a notification or a client's response).
     Answered(Reply),
     /// A tool call for the room to carry out.
-    Call(Call),
+    CallTool(CallTool),
 }
 
-/// A tool call, for the room to carry out, or to refuse and record.
+/// A `tools/call` request (the SDKs' `CallToolRequest`), for the room to
+/// carry out, or to refuse and record.
 #[derive(Debug, PartialEq)]
-pub struct Call {
+pub struct CallTool {
     pub id: Value,
     /// The revision its result is written in.
     pub version: &'static str,
@@ -142,7 +143,7 @@ pub fn reply(batch: bool, answers: Vec<Reply>) -> Reply {
 
 /// A call's answer: its result, JSON text, goes in as it is written
 /// (`tools::Output`).
-pub fn answer(call: &Call, output: &tools::Output) -> Reply {
+pub fn answer(call: &CallTool, output: &tools::Output) -> Reply {
     Reply {
         status: 200,
         body: Some(rpc::result_written(
@@ -397,7 +398,7 @@ fn call(
             role.name()
         )
     });
-    Item::Call(Call {
+    Item::CallTool(CallTool {
         id: id.clone(),
         version,
         tool,

@@ -136,7 +136,7 @@ fn a_tool_call_is_handed_on_and_a_refused_one_is_a_tool_error() {
     ) else {
         panic!()
     };
-    let Some(Item::Call(call)) = items.pop() else {
+    let Some(Item::CallTool(call)) = items.pop() else {
         panic!()
     };
     assert_eq!((call.tool, call.version), (Tool::RunCommand, "2025-11-25"));
@@ -147,7 +147,7 @@ fn a_tool_call_is_handed_on_and_a_refused_one_is_a_tool_error() {
     else {
         panic!()
     };
-    let Some(Item::Call(call)) = items.pop() else {
+    let Some(Item::CallTool(call)) = items.pop() else {
         panic!()
     };
     let why = call.refused.clone().unwrap();
@@ -167,7 +167,7 @@ fn a_tool_call_is_handed_on_and_a_refused_one_is_a_tool_error() {
     else {
         panic!()
     };
-    let Some(Item::Call(call)) = items.pop() else {
+    let Some(Item::CallTool(call)) = items.pop() else {
         panic!()
     };
     assert_eq!(call.arguments, json!({}));
@@ -248,13 +248,15 @@ fn batches_only_in_2025_03_26() {
     ]);
     let post = post(Headers::default(), &batch, RoomRole::Watcher).unwrap();
     assert!(post.batch);
-    assert!(matches!(post.items[2], Item::Call(_)));
+    assert!(matches!(post.items[2], Item::CallTool(_)));
     let answers: Vec<Reply> = post
         .items
         .into_iter()
         .map(|item| match item {
             Item::Answered(reply) => reply,
-            Item::Call(call) => answer(&call, &tools::Output::Done(r#"{"messages":[]}"#.into())),
+            Item::CallTool(call) => {
+                answer(&call, &tools::Output::Done(r#"{"messages":[]}"#.into()))
+            }
         })
         .collect();
     let whole = reply(true, answers);
@@ -296,7 +298,7 @@ fn batches_only_in_2025_03_26() {
         .into_iter()
         .map(|i| match i {
             Item::Answered(r) => r,
-            Item::Call(_) => panic!(),
+            Item::CallTool(_) => panic!(),
         })
         .collect();
     assert_eq!(
@@ -340,7 +342,7 @@ fn modern_discover_list_and_call() {
     ) else {
         panic!()
     };
-    let Some(Item::Call(call)) = items.pop() else {
+    let Some(Item::CallTool(call)) = items.pop() else {
         panic!()
     };
     assert_eq!(
@@ -387,7 +389,7 @@ fn modern_headers_must_match_the_body() {
     let Ok(Post { mut items, .. }) = encoded else {
         panic!("a base64 name is read: {encoded:?}")
     };
-    assert!(matches!(items.pop(), Some(Item::Call(_))));
+    assert!(matches!(items.pop(), Some(Item::CallTool(_))));
 }
 
 #[test]
@@ -431,7 +433,7 @@ fn a_tool_result_goes_into_the_answer_as_it_was_written() {
     else {
         panic!()
     };
-    let Some(Item::Call(call)) = items.pop() else {
+    let Some(Item::CallTool(call)) = items.pop() else {
         panic!()
     };
     // As sandboxd writes it: its own spacing and escapes are kept.

@@ -24,7 +24,7 @@ import { after, before, describe, test } from "node:test";
 import { chromium } from "playwright-core";
 
 import { bearer, invite } from "./support/rooms.mjs";
-import { freePort, pageAssets, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
+import { pageAssets, ROOT, startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
 import { sleep, until } from "./support/wait.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -373,9 +373,9 @@ describe("the web page", () => {
         return { sent, watched };
       })();
     </script>`;
-    const port = await freePort();
     const other = http.createServer((req, res) => res.writeHead(200, { "content-type": "text/html" }).end(attack));
-    await new Promise((resolve) => other.listen(port, "127.0.0.1", resolve));
+    await new Promise((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const { port } = other.address();
     try {
       assert.equal((await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo mine > kept" })).status, 200);
       const context = await browser.newContext();

@@ -14,7 +14,7 @@ import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 
 import { pieces, startAiStandin, THINK_MS } from "./support/ai-standin.mjs";
 import { startFakeOpenAi } from "./support/fake-openai.mjs";
-import { freePort, ROOT } from "./support/stack.mjs";
+import { ROOT } from "./support/stack.mjs";
 import { sleep } from "./support/wait.mjs";
 
 const TOKEN_MS = 20;
@@ -462,7 +462,7 @@ describe("through workerd's binding and Miniflare's remote proxy", () => {
     };`;
     const [, compatibilityDate] = /^compatibility_date = "(.+)"$/m.exec(fs.readFileSync(path.join(ROOT, "wrangler.toml"), "utf8"));
     const worker = { name: "probe", modules: true, script, compatibilityDate, ai: { binding: "AI", remoteProxyConnectionString: new URL(ai.url) } };
-    mf = new Miniflare({ ...convertV4MiniflareOptions({ host: "127.0.0.1", port: await freePort(), workers: [worker] }), logRequests: false });
+    mf = new Miniflare({ ...convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, workers: [worker] }), logRequests: false });
     url = (await mf.ready).toString();
   });
   after(async () => {

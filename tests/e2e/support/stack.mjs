@@ -93,7 +93,10 @@ export async function startWorker({ ai = "standin", vars = {}, access = "open", 
     ai: ai === "none" ? undefined : { binding: "AI", remoteProxyConnectionString: standin && new URL(standin.url) },
   };
   if (container) worker.durableObjects.Sandbox.container = { imageName: container.imageName };
-  const options = convertV4MiniflareOptions({ host: "127.0.0.1", port: await freePort(), workers: [worker] });
+  // Port 0: workerd binds a free port itself, which `mf.ready` answers. A
+  // port found free beforehand can be taken, before workerd binds it, as
+  // the source port of any outgoing connection on this machine.
+  const options = convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, workers: [worker] });
   if (container) {
     // workerd wants "unix://" + an absolute path.
     const socketPath = /^[a-z-]+:/.test(container.socketPath) ? container.socketPath : `unix://${container.socketPath}`;

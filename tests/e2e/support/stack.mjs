@@ -116,6 +116,8 @@ export async function startWorker({ ai = "standin", vars = {}, access = "open", 
   try {
     url = (await mf.ready).toString().replace(/\/$/, "");
   } catch (e) {
+    // Disposed, or its loopback server would keep the test process alive.
+    await mf.dispose().catch(() => {});
     await standin?.close();
     throw e;
   }

@@ -300,16 +300,14 @@ impl DuetAgent {
         self.schedule(now).await?;
         self.publish(room, &[Event::Approval { approval: &asked }])
             .await;
+        // `None`: the room's approvals were forgotten meanwhile.
         let decided = loop {
             // A timer may end a little before the clock reads its end.
             let left = asked.expires_at.saturating_sub(clock::now_ms());
             if left > 0 {
                 match timeout::within(left, &mut decision).await {
-                    Some(Heard::Decided) => match self.approvals.get(asked.id)? {
-                        Some(approval) => break approval,
-                        None => return Err(ApiError::CleanedUp),
-                    },
-                    Some(Heard::Forgotten) => return Err(ApiError::CleanedUp),
+                    Some(Heard::Decided) => break self.approvals.get(asked.id)?,
+                    Some(Heard::Forgotten) => break None,
                     None => continue,
                 }
             }
@@ -326,16 +324,14 @@ impl DuetAgent {
                         }],
                     )
                     .await;
-                    break approval;
+                    break Some(approval);
                 }
-                Err(ApiError::AlreadyDecided(_)) => match self.approvals.get(asked.id)? {
-                    Some(approval) => break approval,
-                    None => return Err(ApiError::CleanedUp),
-                },
-                Err(ApiError::NoSuchApproval) => return Err(ApiError::CleanedUp),
+                Err(ApiError::AlreadyDecided(_)) => break self.approvals.get(asked.id)?,
+                Err(ApiError::NoSuchApproval) => break None,
                 Err(e) => return Err(e),
             }
         };
+        let decided = decided.ok_or(ApiError::CleanedUp)?;
         Ok(Said::of_approval(&decided, Hearer::Mcp))
     }
 }

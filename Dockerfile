@@ -11,13 +11,16 @@
 
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
-# Cargo loads the whole workspace, so the worker package's manifest and
-# sources come along; only sandboxd and the wire crate it shares with the
-# worker are compiled.
+# Cargo loads the whole workspace, so the worker package's and the test
+# sidecar's manifests and sources come along, and the patched crate the
+# workspace's manifest names (vendor/); only sandboxd and the wire crate it
+# shares with the worker are compiled.
 COPY Cargo.toml Cargo.lock ./
+COPY vendor ./vendor
 COPY src ./src
 COPY wire ./wire
 COPY sandboxd ./sandboxd
+COPY sidecar ./sidecar
 RUN cargo build --release -p sandboxd --locked \
     && install -m 0755 target/release/sandboxd /usr/local/bin/sandboxd
 

@@ -63,6 +63,14 @@ ensure_image_tools() {
   apt_install "${missing[@]}"
 }
 
+# The tests' own Docker engine and the base of its images (scripts/engine).
+ensure_engine_tools() {
+  local missing=()
+  command -v dockerd >/dev/null || missing+=(docker.io)
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  apt_install "${missing[@]}"
+}
+
 apt_install() { # package... (none: nothing to do)
   if [ $# -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null

@@ -239,7 +239,7 @@ for (const c of LEVELS) {
 }
 p("");
 
-const { rounds, lifecycle } = r.sections;
+const { rounds, lifecycle, engine } = r.sections;
 if (rounds) {
   p("## The agent loop", "");
   p("One `/message` by the number of model answers it takes (the scripted model answers at once; each answer but the last runs one `true`), concurrency 1: what the loop itself costs per round.", "");
@@ -328,6 +328,19 @@ if (lifecycle) {
     const sv = lifecycle.save[size], rs = lifecycle.restore[size], wk = lifecycle.wake[size];
     if (sv) p(`| ${label} | ${bytes(sv.archiveBytes)} | ${ms(sv.p50)} ms | ${ms(rs.p50)} ms | ${ms(wk.p50)} ms |`);
   }
+  p("");
+}
+
+// ---- the container path on a real engine
+if (engine) {
+  const row = (what, c, u, why) => p(`| ${what} | ${ms(c.p50)} (${ms(c.min)}–${ms(c.max)}) | ${ms(u.p50)} (${ms(u.min)}–${ms(u.max)}) | ${why} |`);
+  p("## The container path on a real Docker engine", "");
+  p(`Measured ${engine.date.slice(0, 10)} (${engine.date.slice(11, 16)} UTC) by \`node bench/engine.mjs\`: the worker on workerd, in a process of its own, with its Sandbox object's container run by the tests' Docker engine (dockerd ${engine.engine}, \`scripts/engine/engine\`) from the Dockerfile's image, beside the same worker through SANDBOX_URL (one sandboxd on this machine). ${engine.rooms} new rooms per measurement, one request at a time; every answer is checked. Milliseconds, median (fastest–slowest).`, "");
+  if (engine.quick) p("**Quick run (`BENCH_QUICK=1`): do not quote these figures.**", "");
+  p("| | container, real engine | SANDBOX_URL | what it includes |", "|---|---:|---:|---|");
+  row("a cold room's first command (`true`)", engine.container.cold, engine.sandboxUrl.cold, "container: workerd creates and starts the room's networking sidecar and its container, the Sandbox object polls sandboxd's health route until it answers, then the command; SANDBOX_URL: sandboxd starts a bash for the room");
+  row("the room's second command", engine.container.warm, engine.sandboxUrl.warm, "the warm path: front door → Sandbox object → sandboxd (through the sidecar's tunnel on the container path)");
+  row("a sleeping room's first command (its wake)", engine.container.wake, engine.sandboxUrl.wake, "a small workspace saved when the room slept (after 2 idle seconds); then a fresh container (workerd keeps the room's sidecar, so only the container is created), its health, the files restored, the command");
   p("");
 }
 

@@ -54,20 +54,14 @@ ensure_mcp_venv() {
   fi
 }
 
-# debootstrap builds the sandbox image's root filesystem, ip brings up the
-# loopback of its network namespace (scripts/image-check).
-ensure_image_tools() {
-  local missing=()
-  command -v debootstrap >/dev/null || missing+=(debootstrap)
-  command -v ip >/dev/null || missing+=(iproute2)
-  apt_install "${missing[@]}"
-}
-
-# The tests' own Docker engine and the base of its images (scripts/engine).
+# The tests' own Docker engine and the base of its images (scripts/engine);
+# jq and curl for scripts/image-check.
 ensure_engine_tools() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
   command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v jq >/dev/null || missing+=(jq)
+  command -v curl >/dev/null || missing+=(curl)
   apt_install "${missing[@]}"
 }
 

@@ -5,7 +5,8 @@
 // worker last asked the AI stand-in; stops on "stop" or when the parent goes
 // away. BENCH_BUILD_DIR serves another worker (e.g. bench/reference/) with
 // the same bindings; the default is build/. BENCH_STANDIN holds the
-// stand-in's options (e.g. its pace, `tokenMs`).
+// stand-in's options (e.g. its pace, `tokenMs`), BENCH_CONTAINER the
+// container option (a Docker engine for the Sandbox object), if any.
 import { startWorker } from "../../tests/e2e/support/stack.mjs";
 
 const w = await startWorker({
@@ -13,6 +14,7 @@ const w = await startWorker({
   persistDir: process.env.BENCH_PERSIST || undefined,
   buildDir: process.env.BENCH_BUILD_DIR || undefined,
   standin: JSON.parse(process.env.BENCH_STANDIN || "{}"),
+  container: process.env.BENCH_CONTAINER ? JSON.parse(process.env.BENCH_CONTAINER) : undefined,
 });
 let stopping = false;
 const stop = async () => {

@@ -9,11 +9,12 @@ import { bounded } from "./load.mjs";
 
 /**
  * Serves the worker in `buildDir` (default build/) with `vars`, its state in
- * `persistDir`; `standin` are the AI stand-in's options (e.g. `tokenMs`).
+ * `persistDir`; `standin` are the AI stand-in's options (e.g. `tokenMs`);
+ * `container` is startWorker's (a Docker engine for the Sandbox object).
  * Resolves to {url, aiUrl, pid, lastAiRequest, stop}: `aiUrl` is the
  * stand-in's own address, `lastAiRequest()` what the worker last asked it.
  */
-export async function serveWorker({ vars = {}, persistDir, buildDir, standin } = {}) {
+export async function serveWorker({ vars = {}, persistDir, buildDir, standin, container } = {}) {
   const child = fork(path.join(ROOT, "bench/lib/serve-worker.mjs"), [], {
     env: {
       ...process.env,
@@ -21,6 +22,7 @@ export async function serveWorker({ vars = {}, persistDir, buildDir, standin } =
       BENCH_PERSIST: persistDir ?? "",
       BENCH_BUILD_DIR: buildDir ?? "",
       BENCH_STANDIN: JSON.stringify(standin ?? {}),
+      BENCH_CONTAINER: container ? JSON.stringify(container) : "",
     },
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });

@@ -58,6 +58,18 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     assert.deepEqual(events(worker, room).map((e) => e.event), [], "it never slept");
   });
 
+  test("a command running longer than the idle time is not cut off by a sleep; the room sleeps after it", async () => {
+    const room = randomUUID();
+    await exec(worker, room, "export KEPT=yes");
+    // Started once the idle clock has almost run out, and running well past it.
+    await sleep(IDLE_S * 1000 - 300);
+    const res = await exec(worker, room, `sleep ${IDLE_S * 4}; echo "done $KEPT"`, { timeoutMs: 20_000 });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.result.stdout, "done yes\n", "the command ran to its end in the room's shell");
+    assert.deepEqual(events(worker, room).map((e) => e.event), [], "no sleep while it ran");
+    await untilEvent(worker, room, "sleep");
+  });
+
   test("an unused room expires: no history, no files; a used one does not", async () => {
     const [unused, used] = [randomUUID(), randomUUID()];
     for (const room of [unused, used]) {

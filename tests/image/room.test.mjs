@@ -1,7 +1,8 @@
 // What a room relies on in the sandbox image, checked inside the image:
-// scripts/image-check builds the Dockerfile's runtime stage, starts its
-// ENTRYPOINT there and points SANDBOX_URL at it. Every command runs as a
-// room's does, in a shell of sandboxd's, as the image's user.
+// scripts/image-check builds the Dockerfile, runs the image and points
+// SANDBOX_URL at its published port (SANDBOX_PORT is the port sandboxd
+// listens on inside, SANDBOX_ROOT its workspaces as seen from here). Every
+// command runs as a room's does, in a shell of sandboxd's, as the image's user.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -13,7 +14,7 @@ const NAME = "image-check";
 let sandboxd;
 
 before(async () => {
-  assert.ok(process.env.SANDBOX_URL && process.env.SANDBOX_ROOT, "run by scripts/image-check, which sets SANDBOX_URL and SANDBOX_ROOT");
+  assert.ok(process.env.SANDBOX_URL && process.env.SANDBOX_ROOT && process.env.SANDBOX_PORT, "run by scripts/image-check, which sets SANDBOX_URL, SANDBOX_ROOT and SANDBOX_PORT");
   sandboxd = await startSandboxd();
 });
 
@@ -51,7 +52,7 @@ test("git makes a repository and a commit", async () => {
 });
 
 test("curl reaches sandboxd over loopback, with the CA certificates for https", async () => {
-  assert.equal(await sh(`curl -fsS http://127.0.0.1:${sandboxd.port}/health`), "ok");
+  assert.equal(await sh(`curl -fsS http://127.0.0.1:${process.env.SANDBOX_PORT}/health`), "ok");
   await sh("test -s /etc/ssl/certs/ca-certificates.crt && curl --version | grep -q https");
 });
 

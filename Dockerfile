@@ -5,22 +5,22 @@
 # on port 8080. The worker's Sandbox Durable Object talks to that port.
 #
 # Build from the repository root: docker build -t duet-sandbox .
-# scripts/image-check builds the runtime stage without Docker and runs the
-# sandbox tests inside it; it carries out only the kinds of instruction used
-# below and fails on any other.
+# scripts/image-check builds it on the tests' own Docker engine, runs the
+# image and checks what a room needs of it (see the README).
 
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
-# Cargo loads the whole workspace, so the worker package's and the test
-# sidecar's manifests and sources come along, and the patched crate the
-# workspace's manifest names (vendor/); only sandboxd and the wire crate it
-# shares with the worker are compiled.
+# Cargo loads the whole workspace: the worker package's and the test
+# sidecar's manifests come along with empty sources in place of theirs (only
+# sandboxd and the wire crate it shares with the worker are compiled, so a
+# change to the worker alone does not rebuild sandboxd), and the patched
+# crate the workspace's manifest names (vendor/).
 COPY Cargo.toml Cargo.lock ./
 COPY vendor ./vendor
-COPY src ./src
+COPY sidecar/Cargo.toml ./sidecar/
+RUN mkdir -p src sidecar/src && touch src/lib.rs sidecar/src/main.rs
 COPY wire ./wire
 COPY sandboxd ./sandboxd
-COPY sidecar ./sidecar
 RUN cargo build --release -p sandboxd --locked \
     && install -m 0755 target/release/sandboxd /usr/local/bin/sandboxd
 

@@ -13,7 +13,7 @@ export const SANDBOX_IMAGE = "duet-sandbox:test";
 /** The networking sidecar workerd starts beside each container (sidecar/). */
 export const SIDECAR_IMAGE = "duet-sidecar:test";
 /** Where the Dockerfile's sandboxd keeps the rooms' workspaces. */
-const WORKSPACES = "/workspace";
+export const WORKSPACES = "/workspace";
 
 let started;
 
@@ -71,6 +71,7 @@ function connect(host) {
     id: c.Id,
     name: c.Name.replace(/^\//, ""),
     image: c.Config.Image,
+    imageId: c.Image,
     status: c.State.Status,
     pid: c.State.Pid,
     startedAt: c.State.StartedAt,
@@ -109,12 +110,13 @@ function connect(host) {
       return res.body.subarray(512, 512 + size).toString("utf8");
     },
     /**
-     * The engine's events about container `id` since `since` (seconds, the
-     * engine's clock) until now: [{ action, exitCode? }], e.g. create, start,
-     * die (with its exit code), destroy. Reads of its files and execs left out.
+     * The engine's events about container `id` since `since` (the engine's
+     * clock, as `now` gives it) until now: [{ action, exitCode? }], e.g.
+     * create, start, die (with its exit code), destroy. Reads of its files
+     * and execs left out.
      */
     async eventsOf(id, since) {
-      const to = Math.ceil(Date.now() / 1000) + 1;
+      const to = this.now();
       const filters = encodeURIComponent(JSON.stringify({ container: [id], type: ["container"] }));
       const res = await ok("GET", `/events?since=${since}&until=${to}&filters=${filters}`);
       return res.body
@@ -125,8 +127,8 @@ function connect(host) {
         .filter((e) => !/^(exec_|attach|resize|top|archive-path|extract-to-dir)/.test(e.Action))
         .map((e) => (e.Action === "die" ? { action: e.Action, exitCode: Number(e.Actor.Attributes.exitCode) } : { action: e.Action }));
     },
-    /** The engine's clock now, in seconds: where to start reading events. */
-    now: () => Math.floor(Date.now() / 1000),
+    /** The engine's clock now, in seconds to the millisecond: where to start reading events. */
+    now: () => (Date.now() / 1000).toFixed(3),
     /** `docker pause` / `docker unpause`. */
     pause: (id) => ok("POST", `/containers/${id}/pause`),
     unpause: (id) => ok("POST", `/containers/${id}/unpause`),
@@ -156,6 +158,13 @@ function connect(host) {
     build(tag, dockerfile) {
       execFileSync("docker", ["build", "-q", "-t", tag, "-"], { input: dockerfile, env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: "0" }, stdio: ["pipe", "ignore", "inherit"], timeout: 120_000 });
     },
+    /** `docker image inspect`: { id } of the image `name` names, or undefined when none. */
+    async inspectImage(name) {
+      const res = await api("GET", `/images/${encodeURIComponent(name)}/json`);
+      if (res.status === 404) return undefined;
+      if (res.status !== 200) throw new Error(`inspect image ${name}: ${res.status}`);
+      return { id: res.json.Id };
+    },
     /** `docker tag`: `tag` names the image `source` names. */
     tag: (source, tag) => {
       const [repo, version] = tag.split(":");
@@ -166,6 +175,17 @@ function connect(host) {
     /** Removes every container of the images given, as a suite's cleanup. */
     async removeAll(...images) {
       for (const image of images) for (const c of await this.containersOf(image)) await api("DELETE", `/containers/${c.id}?force=true&v=true`);
+    },
+    /**
+     * Removes the sidecars workerd started beside the containers named
+     * (`{name}-proxy`, of SIDECAR_IMAGE), as a suite's cleanup: workerd keeps
+     * a sidecar after removing its container, for the next start.
+     */
+    async removeSidecarsOf(names) {
+      for (const name of names) {
+        const sidecar = await inspect(`${name}-proxy`);
+        if (sidecar?.image === SIDECAR_IMAGE) await api("DELETE", `/containers/${sidecar.id}?force=true&v=true`);
+      }
     },
   };
 }

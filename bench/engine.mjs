@@ -106,10 +106,11 @@ const engine = startEngine();
     const [c] = await engine.containersOfRoom(image, room);
     await until(`room ${room}'s container to go`, async () => !(await engine.inspect(c.id)), 30_000, { every: 50 });
   };
+  const cleanup = await engine.follow(image);
   try {
     section.container = await onWorkers("container", { container }, asleep);
   } finally {
-    await engine.removeAll(image, SIDECAR_IMAGE);
+    await cleanup.removeAll();
   }
   section.engine = (await engine.api("GET", "/version")).json.Version;
   section.image = SANDBOX_IMAGE;

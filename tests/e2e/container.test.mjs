@@ -67,34 +67,25 @@ function routes(url) {
 }
 
 describe("the Sandbox object's container, on a Docker engine", () => {
-  let engine, image, imageId, worker, call, exec;
+  let engine, image, imageId, worker, call, exec, cleanup;
   // A build of the image whose sandboxd never answers: nothing listens.
   let silent;
-  // The names of the suite's containers, whose sidecars workerd keeps after
-  // removing them: the cleanup removes those too.
-  const names = new Set();
   before(async () => {
     engine = startEngine();
     image = await engine.imageFor("container");
     imageId = (await engine.inspectImage(image)).id;
+    cleanup = await engine.follow(image);
     worker = await startWorker({ container: { socketPath: engine.socketPath, imageName: image, egressImage: SIDECAR_IMAGE } });
     ({ call, exec } = routes(worker.url));
   });
   after(async () => {
     await worker?.stop();
-    if (!engine) return;
-    for (const c of await engine.containersOf(image)) names.add(c.name);
-    await engine.removeAll(image);
-    await engine.removeSidecarsOf(names);
+    await cleanup?.removeAll();
     for (const tag of [image, silent]) if (tag) await engine.untag(tag).catch(() => {});
   });
 
   /** The containers of the suite's image that hold the room's workspace. */
-  async function containersOfRoom(room) {
-    const found = await engine.containersOfRoom(image, room);
-    for (const c of found) names.add(c.name);
-    return found;
-  }
+  const containersOfRoom = (room) => engine.containersOfRoom(image, room);
   /** The room's one container. */
   async function containerOf(room) {
     const found = await containersOfRoom(room);

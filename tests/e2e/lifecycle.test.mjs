@@ -3,13 +3,16 @@
 // for ROOM_TTL_SECONDS is forgotten; a cold sandbox still answers in time.
 // The two clocks are set to seconds here (SANDBOX_IDLE_SECONDS,
 // ROOM_TTL_SECONDS); Durable Object alarms fire on workerd's real clock.
+// The container path runs on the real Docker engine of ./support/engine.mjs,
+// with the sandbox image under this suite's own tags: the image as built,
+// and a variant whose sandboxd starts 8 s late (a slow machine's cold start).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { startFakeDocker } from "./support/fake-docker.mjs";
+import { SIDECAR_IMAGE, startEngine } from "./support/engine.mjs";
 import { events, untilEvent } from "./support/lifecycle.mjs";
 import { exec } from "./support/rooms.mjs";
 import { startSandboxd, startWorker, tempDir } from "./support/stack.mjs";
@@ -144,38 +147,47 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
 });
 
 describe("rooms that sleep, on the container path", () => {
-  const IMAGE = "duet-sandbox:lifecycle";
-  const SLOW = "duet-sandbox:slow";
-  let docker, worker;
+  let engine, image, slow, cleanup, worker;
   before(async () => {
-    docker = await startFakeDocker({ images: { [IMAGE]: "sandboxd", [SLOW]: "slow-sandboxd" } });
+    engine = startEngine();
+    image = await engine.imageFor("lifecycle");
+    // The sandbox image on a slow machine: sandboxd starts 8 s late.
+    slow = "duet-sandbox:lifecycle-slow";
+    await engine.variant(slow, { delaySeconds: 8 });
+    cleanup = await engine.follow(image, slow);
   });
   after(async () => {
     await worker?.stop();
-    await docker?.close();
+    await cleanup?.removeAll();
+    for (const tag of [image, slow]) await engine?.untag(tag).catch(() => {});
   });
-  const running = (image) => docker.containersOf(image).filter((c) => c.status === "running");
+  const running = async (of) => (await engine.containersOf(of)).filter((c) => c.status === "running");
 
   test("an idle room's container is removed, and the next command gets its files in a fresh one", async () => {
     worker = await startWorker({
       vars: { SANDBOX_IDLE_SECONDS: String(IDLE_S), ROOM_TTL_SECONDS: "3600" },
-      container: { socketPath: docker.socketPath, imageName: IMAGE, egressImage: docker.egressImage },
+      container: { socketPath: engine.socketPath, imageName: image, egressImage: SIDECAR_IMAGE },
     });
     const room = randomUUID();
     assert.equal((await exec(worker, room, "echo contained > c.txt")).status, 200);
-    assert.equal(running(IMAGE).length, 1);
+    const [first] = await running(image);
+    assert.equal(await engine.readFile(first.id, room, "c.txt"), "contained\n");
+    const since = engine.now();
     await untilEvent(worker, room, "sleep");
-    assert.equal(docker.containersOf(IMAGE).length, 0, "the container is gone from the engine");
+    assert.deepEqual(await engine.containersOf(image), [], "the container is gone from the engine");
+    assert.ok((await engine.eventsOf(first.id, since)).some((e) => e.action === "destroy"), "removed through the Engine API");
     const res = await exec(worker, room, "cat c.txt");
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.stdout, "contained\n");
-    assert.equal(running(IMAGE).length, 1, "one fresh container");
+    const fresh = await running(image);
+    assert.equal(fresh.length, 1, "one fresh container");
+    assert.notEqual(fresh[0].id, first.id);
     await worker.stop();
     worker = undefined;
   });
 
   test("a cold exec with the largest timeoutMs answers a JSON result before 28 s", async () => {
-    worker = await startWorker({ container: { socketPath: docker.socketPath, imageName: SLOW, egressImage: docker.egressImage } });
+    worker = await startWorker({ container: { socketPath: engine.socketPath, imageName: slow, egressImage: SIDECAR_IMAGE } });
     const started = Date.now();
     const res = await exec(worker, randomUUID(), "sleep 40", { timeoutMs: 25_000 });
     const ms = Date.now() - started;
@@ -183,5 +195,6 @@ describe("rooms that sleep, on the container path", () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.json.result.timedOut, true, "the command's limit was cut to what the start left");
     assert.ok(ms > 8_000, "the start really was slow");
+    assert.equal((await running(slow)).length, 1, "on the engine's container of the slow image");
   });
 });

@@ -3,7 +3,10 @@
 // leave a working empty workspace, a note in the command's stderr and the
 // log, and the archive kept for the room to fetch; commands arriving
 // together at a sleeping room share one restore. Clocks as in
-// lifecycle.test.mjs: a sandbox idle for IDLE_S seconds sleeps.
+// lifecycle.test.mjs: a sandbox idle for IDLE_S seconds sleeps. The
+// container path runs on the real Docker engine of ./support/engine.mjs;
+// sandboxd's flags there are those of the image under this suite's own tag,
+// a variant of the sandbox image built with the flags after its ENTRYPOINT.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -11,7 +14,7 @@ import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { after, before, describe, test } from "node:test";
 
-import { startFakeDocker } from "./support/fake-docker.mjs";
+import { SANDBOX_IMAGE, SIDECAR_IMAGE, startEngine } from "./support/engine.mjs";
 import { events, untilEvent } from "./support/lifecycle.mjs";
 import { exec } from "./support/rooms.mjs";
 import { ROOT, startSandboxd, startWorker } from "./support/stack.mjs";
@@ -40,21 +43,25 @@ const PATHS = {
     };
   },
   container: async () => {
-    const image = "duet-sandbox:wake";
-    const docker = await startFakeDocker({ images: { [image]: "sandboxd" } });
+    const engine = startEngine();
+    const image = await engine.imageFor("wake");
+    const cleanup = await engine.follow(image);
     const worker = await startWorker({
       vars: VARS,
-      container: { socketPath: docker.socketPath, imageName: image, egressImage: docker.egressImage },
+      container: { socketPath: engine.socketPath, imageName: image, egressImage: SIDECAR_IMAGE },
     });
     return {
       worker,
-      // The next container (a woken room's) runs sandboxd with `args`.
+      // The next container (a woken room's) runs sandboxd with `args`: the
+      // suite's tag names a variant of the sandbox image, or the image itself.
       async sandboxdArgs(args) {
-        docker.setImage(image, ["sandboxd", ...args].join(" "));
+        if (args.length) await engine.variant(image, { args });
+        else await engine.tag(SANDBOX_IMAGE, image);
       },
       async stop() {
         await worker.stop();
-        await docker.close();
+        await cleanup.removeAll();
+        await engine.untag(image);
       },
     };
   },

@@ -77,6 +77,8 @@ function connect(host) {
     startedAt: c.State.StartedAt,
     restarts: c.RestartCount,
     networkMode: c.HostConfig.NetworkMode,
+    /** Its first process's command line: the image's ENTRYPOINT and CMD, unless the create gave others. */
+    command: [c.Path, ...c.Args],
   });
   /** Whether a path exists in a container's filesystem (running or not). */
   const exists = async (id, file) => (await api("HEAD", `/containers/${id}/archive?path=${encodeURIComponent(file)}`)).status === 200;
@@ -158,12 +160,21 @@ function connect(host) {
     build(tag, dockerfile) {
       execFileSync("docker", ["build", "-q", "-t", tag, "-"], { input: dockerfile, env: { ...process.env, DOCKER_HOST: host, DOCKER_BUILDKIT: "0" }, stdio: ["pipe", "ignore", "inherit"], timeout: 120_000 });
     },
-    /** `docker image inspect`: { id } of the image `name` names, or undefined when none. */
+    /** `docker image inspect`: { id, entrypoint } of the image `name` names, or undefined when none. */
     async inspectImage(name) {
       const res = await api("GET", `/images/${encodeURIComponent(name)}/json`);
       if (res.status === 404) return undefined;
       if (res.status !== 200) throw new Error(`inspect image ${name}: ${res.status}`);
-      return { id: res.json.Id };
+      return { id: res.json.Id, entrypoint: res.json.Config.Entrypoint };
+    },
+    /**
+     * Builds image `tag`: the sandbox image whose ENTRYPOINT (the Dockerfile's
+     * sandboxd) has `args` after it, and starts `delaySeconds` late when given.
+     */
+    async variant(tag, { args = [], delaySeconds = 0 } = {}) {
+      let entrypoint = [...(await this.inspectImage(SANDBOX_IMAGE)).entrypoint, ...args];
+      if (delaySeconds) entrypoint = ["/bin/sh", "-c", `sleep ${delaySeconds}; exec "$0" "$@"`, ...entrypoint];
+      this.build(tag, `FROM ${SANDBOX_IMAGE}\nENTRYPOINT ${JSON.stringify(entrypoint)}\n`);
     },
     /** `docker tag`: `tag` names the image `source` names. */
     tag: (source, tag) => {
@@ -172,20 +183,44 @@ function connect(host) {
     },
     /** `docker rmi` of one name: the image stays while another name has it. */
     untag: (tag) => ok("DELETE", `/images/${encodeURIComponent(tag)}?noprune=1`),
+    /**
+     * Follows the engine's container creations from now on, for a suite's
+     * cleanup: resolves, once the engine streams them, with `removeAll()`,
+     * which removes every container of `images` and the sidecar of each one
+     * created meanwhile (`{name}-proxy`, which workerd keeps while the
+     * container is gone between a sleep and a wake, and whose own image all
+     * suites share).
+     */
+    follow(...images) {
+      const names = new Set();
+      const filters = encodeURIComponent(JSON.stringify({ type: ["container"], event: ["create"] }));
+      return new Promise((resolve, reject) => {
+        const req = http.get({ socketPath, path: `/events?filters=${filters}` }, (res) => {
+          let rest = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk) => {
+            const lines = (rest + chunk).split("\n");
+            rest = lines.pop();
+            for (const { Actor } of lines.filter(Boolean).map((line) => JSON.parse(line))) if (images.includes(Actor.Attributes.image)) names.add(Actor.Attributes.name);
+          });
+          res.on("error", () => {});
+          resolve({
+            removeAll: async () => {
+              await this.removeAll(...images);
+              req.destroy();
+              for (const name of names) {
+                const sidecar = await inspect(`${name}-proxy`);
+                if (sidecar?.image === SIDECAR_IMAGE) await api("DELETE", `/containers/${sidecar.id}?force=true&v=true`);
+              }
+            },
+          });
+        });
+        req.on("error", reject);
+      });
+    },
     /** Removes every container of the images given, as a suite's cleanup. */
     async removeAll(...images) {
       for (const image of images) for (const c of await this.containersOf(image)) await api("DELETE", `/containers/${c.id}?force=true&v=true`);
-    },
-    /**
-     * Removes the sidecars workerd started beside the containers named
-     * (`{name}-proxy`, of SIDECAR_IMAGE), as a suite's cleanup: workerd keeps
-     * a sidecar after removing its container, for the next start.
-     */
-    async removeSidecarsOf(names) {
-      for (const name of names) {
-        const sidecar = await inspect(`${name}-proxy`);
-        if (sidecar?.image === SIDECAR_IMAGE) await api("DELETE", `/containers/${sidecar.id}?force=true&v=true`);
-      }
     },
   };
 }

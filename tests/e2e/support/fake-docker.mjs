@@ -39,7 +39,7 @@ export const EGRESS_IMAGE = "duet-proxy-everything:test";
 
 /**
  * Starts the stand-in. `images` maps image names to an entrypoint kind
- * ("sandboxd", "slow-sandboxd", "silent", "deaf"), which may be followed by
+ * ("sandboxd", "silent", "deaf"), which may be followed by
  * arguments for it; the egress image is always known.
  */
 export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE } = {}) {

@@ -16,8 +16,6 @@ export const SANDBOX_PORT = 8080;
 const ENTRYPOINTS = {
   // The Duet sandbox image.
   sandboxd: ({ port, root, extra }) => [path.join(ROOT, "target/release/sandboxd"), ["--listen", `127.0.0.1:${port}`, "--root", root, ...extra]],
-  // The sandbox image on a slow machine: sandboxd answers only after 8 s.
-  "slow-sandboxd": ({ port, root }) => ["sh", ["-c", 'sleep 8; exec "$0" "$@"', path.join(ROOT, "target/release/sandboxd"), "--listen", `127.0.0.1:${port}`, "--root", root]],
   // A broken build: listens on 8080 and never answers.
   silent: ({ port }) => [process.execPath, ["-e", `require("net").createServer(() => {}).listen(${port}, "127.0.0.1")`]],
   // A broken build: never listens.

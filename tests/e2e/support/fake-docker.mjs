@@ -1,6 +1,10 @@
 // A stand-in for the Docker Engine, as strict as the real one about the part
 // of its HTTP API that workerd's container client and Miniflare use (API
-// 1.47, Docker 27), served on a unix socket. workerd drives a Durable
+// 1.47, Docker 27), served on a unix socket. The container path's tests run
+// on a real engine (./engine.mjs); this one serves only what a real engine
+// cannot be made to show on demand (a first process that dies before the
+// engine notices) and the egress side of workerd's sidecar, which the
+// sidecar built here does not reproduce (sidecar/src/main.rs). workerd drives a Durable
 // Object's container through it exactly as it drives Docker; the
 // "containers" are local processes:
 //
@@ -27,7 +31,7 @@
 import fs from "node:fs";
 import path from "node:path";
 
-import { discardAll, pause, unpause } from "./docker/containers.mjs";
+import { discardAll } from "./docker/containers.mjs";
 import { Engine } from "./docker/engine.mjs";
 import { crash, noticeExit } from "./docker/faults.mjs";
 import { listen } from "./docker/router.mjs";
@@ -39,8 +43,8 @@ export const EGRESS_IMAGE = "duet-proxy-everything:test";
 
 /**
  * Starts the stand-in. `images` maps image names to an entrypoint kind
- * ("sandboxd", "silent", "deaf"), which may be followed by
- * arguments for it; the egress image is always known.
+ * ("sandboxd"), which may be followed by arguments for it; the egress image
+ * is always known.
  */
 export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE } = {}) {
   const dir = tempDir("docker");
@@ -52,34 +56,16 @@ export async function startFakeDocker({ images = {}, egressImage = EGRESS_IMAGE 
     /** What Miniflare's `containerEngine.localDocker.socketPath` takes. */
     engine: `unix://${socketPath}`,
     egressImage,
-    /** Every call: { method, path, status, image?, sent }. */
-    calls: engine.calls,
-    /** The parts of the Engine API asked for that this stand-in does not model. */
-    unknown: engine.unknown,
-    /** Calls as "METHOD /path" strings, query included, optionally from index `since`. */
-    log: (since = 0) => engine.calls.slice(since).map((c) => `${c.method} ${c.path}`),
     /** The live state of one container (by name or id, as the API takes it), or undefined. */
     container: (ref) => engine.find(ref),
     /** Containers of an image. */
     containersOf: (image) => [...engine.containers.values()].filter((c) => c.image === image),
-    /** Makes an image name run another entrypoint kind, or removes it (`docker rmi`). */
-    setImage(name, kind) {
-      if (kind) engine.imageKinds.set(name, kind);
-      else engine.imageKinds.delete(name);
-    },
     /** Kills a running container's processes from outside the engine (see docker/faults.mjs). */
     crash: (name, signal = "SIGKILL", { unnoticed = false } = {}) => crash(engine, name, signal, { unnoticed }),
     /** The engine processes the exit `crash(name, signal, {unnoticed: true})` left. */
     noticeExit: (name) => noticeExit(engine, name),
     /** A TCP connection container `name` opens to `address`, through its sidecar (see docker/sidecar.mjs). */
     dialOut: (name, address) => dialOut(engine, engine.byName(name), address),
-    /** `docker pause` / `docker unpause`: freezes and thaws a running container's processes. */
-    pause(name) {
-      pause(engine.byName(name));
-    },
-    unpause(name) {
-      unpause(engine.byName(name));
-    },
     async close() {
       await discardAll(engine);
       await stopServing();

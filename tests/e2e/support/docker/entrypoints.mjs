@@ -16,10 +16,6 @@ export const SANDBOX_PORT = 8080;
 const ENTRYPOINTS = {
   // The Duet sandbox image.
   sandboxd: ({ port, root, extra }) => [path.join(ROOT, "target/release/sandboxd"), ["--listen", `127.0.0.1:${port}`, "--root", root, ...extra]],
-  // A broken build: listens on 8080 and never answers.
-  silent: ({ port }) => [process.execPath, ["-e", `require("net").createServer(() => {}).listen(${port}, "127.0.0.1")`]],
-  // A broken build: never listens.
-  deaf: () => ["sleep", ["3600"]],
 };
 
 /** Starts the first process of container `c` (of an entrypoint kind); the tail of its stderr is kept in `c.log`. */

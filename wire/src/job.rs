@@ -80,7 +80,11 @@ pub enum JobEvent {
     /// most [`crate::stream::OUTPUT_EVENT_BYTES`], cut between characters),
     /// as text: bytes that are not UTF-8 come as U+FFFD, so `data` may be
     /// longer. A reader that reconnects asks `from=offset+bytes`.
-    Output { offset: u64, bytes: u64, data: String },
+    Output {
+        offset: u64,
+        bytes: u64,
+        data: String,
+    },
     /// How it ended; the last line.
     End {
         state: JobState,

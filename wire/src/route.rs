@@ -87,7 +87,10 @@ mod tests {
         assert_eq!(Route::parse("/v1/sandboxes"), None);
         assert_eq!(Route::parse("/"), None);
         assert_eq!(Route::parse("/health/"), None);
-        assert_eq!(Route::parse("/v1/sandboxes/r1/jobs"), Some(Route::Jobs("r1")));
+        assert_eq!(
+            Route::parse("/v1/sandboxes/r1/jobs"),
+            Some(Route::Jobs("r1"))
+        );
         assert_eq!(
             Route::parse("/v1/sandboxes/r1/jobs/j-1"),
             Some(Route::Job("r1", "j-1"))

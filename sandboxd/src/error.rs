@@ -45,6 +45,17 @@ pub enum Error {
     TooManyShells { max: usize },
     #[error("could not start the shell: {0}")]
     Spawn(io::Error),
+    #[error("no job {0} in this sandbox")]
+    NoJob(String),
+    #[error("a job {0} already exists in this sandbox")]
+    JobExists(String),
+    #[error(
+        "too many jobs: a sandbox runs at most {max} at once; \
+         stop one or wait for one to end"
+    )]
+    TooManyJobs { max: usize },
+    #[error("could not start the job: {0}")]
+    JobSpawn(io::Error),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -62,7 +73,7 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::NotFound(_) | Error::NoWorkspace(_) => StatusCode::NOT_FOUND,
+            Error::NotFound(_) | Error::NoWorkspace(_) | Error::NoJob(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::BodyTooLarge { .. }
             | Error::ArchiveTooLarge { .. }
@@ -70,9 +81,12 @@ impl Error {
             Error::Unrestorable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::RestoreTimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
             Error::ClientGone => StatusCode::BAD_REQUEST,
-            Error::DestroyedBeforeStart(_) | Error::RestoreRunning(_) => StatusCode::CONFLICT,
+            Error::DestroyedBeforeStart(_) | Error::RestoreRunning(_) | Error::JobExists(_) => {
+                StatusCode::CONFLICT
+            }
+            Error::TooManyJobs { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::TooManyShells { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Workspace { .. } | Error::Spawn(_) | Error::Internal(_) => {
+            Error::Workspace { .. } | Error::Spawn(_) | Error::JobSpawn(_) | Error::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         }

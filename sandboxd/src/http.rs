@@ -23,6 +23,12 @@
 //! A streamed command's output is sent as it comes (see [`stream_events`]);
 //! its output events add up to the stdout and stderr of its `end`.
 //!
+//! `POST …/jobs` answers 201 with the job, 409 for an id the sandbox
+//! already has, 429 while the sandbox runs `MAX_RUNNING_JOBS`; an unknown
+//! job is a 404. A job's output (`?from=N`, 0 by default, at most what it
+//! printed so far) is streamed from what is kept to the job's end, each
+//! reader on its own.
+//!
 //! Archives are streamed both ways: an archive is sent from the file it
 //! was built in, and a restore's body is unpacked as it arrives (see
 //! `archive`), counted and cut off past `--max-archive-bytes`.
@@ -34,6 +40,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use duet_wire::job::JobRequest;
 use duet_wire::stream::{pieces, Event, OUTPUT_EVENT_BYTES};
 use duet_wire::{
     ExecRequest, ExecResult, RestoreResult, Route, Stream, ENTRIES_HEADER, LEFT_OUT_HEADER,
@@ -56,6 +63,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::abandon::{self, Abandon};
 use crate::error::Error;
+use crate::jobs::{self, Reader};
 use crate::progress::Progress;
 use crate::sandboxes::Sandboxes;
 use crate::session::Outcome;
@@ -124,6 +132,9 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
         Route::Exec(_) | Route::ExecStream(_) => "POST",
         Route::Archive(_) => "GET, PUT",
         Route::Sandbox(_) => "DELETE",
+        Route::Jobs(_) => "GET, POST",
+        Route::Job(..) => "GET, DELETE",
+        Route::JobOutput(..) => "GET",
     };
     let method = req.method().as_str();
     if !allowed.split(", ").any(|m| m == method) {
@@ -155,7 +166,52 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
                 &serde_json::json!({ "destroyed": true }),
             ))
         }
+        Route::Jobs(name) if req.method() == Method::POST => {
+            let request = parse_job(&read_body(req).await?)?;
+            let job = app.sandboxes.start_job(name, request).await?;
+            Ok(json(StatusCode::CREATED, &job))
+        }
+        Route::Jobs(name) => Ok(json(StatusCode::OK, &app.sandboxes.jobs(name)?)),
+        Route::Job(name, id) => {
+            jobs::validate_id(id)?;
+            let job = app.sandboxes.job(name, id)?;
+            let info = if req.method() == Method::DELETE {
+                job.stop().await
+            } else {
+                job.info()
+            };
+            Ok(json(StatusCode::OK, &info))
+        }
+        Route::JobOutput(name, id) => {
+            jobs::validate_id(id)?;
+            let from = param(req.uri().query(), "from", 0)?.unwrap_or(0);
+            let reader = app.sandboxes.job(name, id)?.reader(from)?;
+            let (sender, body) = Channel::new(CHUNKS_IN_FLIGHT);
+            tokio::spawn(send_job_events(sender, reader));
+            Response::builder()
+                .header(CONTENT_TYPE, "application/x-ndjson")
+                .body(body.boxed())
+                .map_err(|e| Error::Internal(e.to_string()))
+        }
     }
+}
+
+/// Sends a job's events as its reader gets them, until its end or until the
+/// client goes away (which the job does not notice).
+async fn send_job_events(mut body: Sender<Bytes>, mut reader: Reader) {
+    while let Some(event) = reader.next().await {
+        if body.send_data(ndjson(&event)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `value` as one NDJSON line.
+fn ndjson<T: Serialize>(value: &T) -> Bytes {
+    // Serializing these plain values cannot fail.
+    let mut line = serde_json::to_vec(value).unwrap_or_default();
+    line.push(b'\n');
+    line.into()
 }
 
 /// The request of `/exec` and `/exec/stream`, and its timeout.
@@ -270,10 +326,7 @@ struct StreamBody {
 
 impl StreamBody {
     async fn send(&mut self, event: &Event<'_>) -> Result<(), SendError> {
-        // Serializing these plain values cannot fail.
-        let mut line = serde_json::to_vec(event).unwrap_or_default();
-        line.push(b'\n');
-        self.body.send_data(line.into()).await
+        self.body.send_data(ndjson(event)).await
     }
 
     async fn output(&mut self, taken: Vec<(Stream, String)>) -> Result<(), SendError> {
@@ -319,7 +372,7 @@ async fn get_archive(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
-    let cap = match positive_param(req.uri().query(), MAX_BYTES)? {
+    let cap = match param(req.uri().query(), MAX_BYTES, 1)? {
         Some(asked) => asked.min(app.max_archive_bytes),
         None => app.max_archive_bytes,
     };
@@ -342,7 +395,7 @@ async fn put_archive(
     name: &str,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, Error> {
-    let timeout_ms = positive_param(req.uri().query(), TIMEOUT_MS)?;
+    let timeout_ms = param(req.uri().query(), TIMEOUT_MS, 1)?;
     let limit = app.max_archive_bytes;
     if declared_length(&req).is_some_and(|len| len > limit) {
         return Err(Error::BodyTooLarge { limit });
@@ -409,14 +462,7 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Error> {
 fn parse_exec(body: &[u8]) -> Result<ExecRequest<Option<u64>>, Error> {
     let request: ExecRequest<Option<u64>> = serde_json::from_slice(body)
         .map_err(|e| Error::BadRequest(format!("invalid exec request: {e}")))?;
-    if request.cmd.trim().is_empty() {
-        return Err(Error::BadRequest("cmd must not be blank".into()));
-    }
-    if request.cmd.contains('\0') {
-        return Err(Error::BadRequest(
-            "cmd must not contain NUL characters".into(),
-        ));
-    }
+    check_cmd(&request.cmd)?;
     if request.timeout_ms == Some(0) {
         return Err(Error::BadRequest(
             "timeoutMs must be a positive integer".into(),
@@ -425,9 +471,33 @@ fn parse_exec(body: &[u8]) -> Result<ExecRequest<Option<u64>>, Error> {
     Ok(request)
 }
 
-/// The query parameter `name`, the only one the route takes, if given: a
-/// positive integer.
-fn positive_param(query: Option<&str>, name: &str) -> Result<Option<u64>, Error> {
+fn parse_job(body: &[u8]) -> Result<JobRequest, Error> {
+    let request: JobRequest = serde_json::from_slice(body)
+        .map_err(|e| Error::BadRequest(format!("invalid job request: {e}")))?;
+    jobs::validate_id(&request.id)?;
+    check_cmd(&request.cmd)?;
+    if request.max_ms == 0 {
+        return Err(Error::BadRequest("maxMs must be a positive integer".into()));
+    }
+    Ok(request)
+}
+
+/// Refuses a command bash could not be given.
+fn check_cmd(cmd: &str) -> Result<(), Error> {
+    if cmd.trim().is_empty() {
+        return Err(Error::BadRequest("cmd must not be blank".into()));
+    }
+    if cmd.contains('\0') {
+        return Err(Error::BadRequest(
+            "cmd must not contain NUL characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The query parameter `name`, the only one the route takes, if given: an
+/// integer of at least `least` (0 or 1).
+fn param(query: Option<&str>, name: &str, least: u64) -> Result<Option<u64>, Error> {
     let mut value = None;
     for pair in query
         .unwrap_or_default()
@@ -442,11 +512,16 @@ fn positive_param(query: Option<&str>, name: &str) -> Result<Option<u64>, Error>
                 )))
             }
         };
+        let kind = if least == 0 {
+            "a non-negative"
+        } else {
+            "a positive"
+        };
         let number = given
             .parse()
             .ok()
-            .filter(|n: &u64| *n > 0)
-            .ok_or_else(|| Error::BadRequest(format!("{name} must be a positive integer")))?;
+            .filter(|n: &u64| *n >= least)
+            .ok_or_else(|| Error::BadRequest(format!("{name} must be {kind} integer")))?;
         value = Some(number);
     }
     Ok(value)
@@ -568,14 +643,14 @@ mod tests {
 
     #[test]
     fn parses_query_parameters() {
-        assert_eq!(positive_param(None, "maxBytes").ok(), Some(None));
-        assert_eq!(positive_param(Some(""), "maxBytes").ok(), Some(None));
+        assert_eq!(param(None, "maxBytes", 1).ok(), Some(None));
+        assert_eq!(param(Some(""), "maxBytes", 1).ok(), Some(None));
         assert_eq!(
-            positive_param(Some("maxBytes=10"), "maxBytes").ok(),
+            param(Some("maxBytes=10"), "maxBytes", 1).ok(),
             Some(Some(10))
         );
         assert_eq!(
-            positive_param(Some("timeoutMs=2500"), "timeoutMs").ok(),
+            param(Some("timeoutMs=2500"), "timeoutMs", 1).ok(),
             Some(Some(2500))
         );
         for (bad, name) in [
@@ -591,9 +666,44 @@ mod tests {
             ("maxBytes=10", "timeoutMs"),
         ] {
             assert!(
-                matches!(positive_param(Some(bad), name), Err(Error::BadRequest(_))),
+                matches!(param(Some(bad), name, 1), Err(Error::BadRequest(_))),
                 "{bad} for {name}"
             );
+        }
+    }
+
+    #[test]
+    fn from_may_be_zero() {
+        assert_eq!(param(Some("from=0"), "from", 0).ok(), Some(Some(0)));
+        assert!(matches!(
+            param(Some("from=-1"), "from", 0),
+            Err(Error::BadRequest(msg)) if msg.contains("non-negative")
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_job_requests() {
+        let r = parse_job(br#"{"id":"j-1","cmd":"ls","maxMs":5}"#).expect("valid");
+        assert_eq!((r.id.as_str(), r.cmd.as_str(), r.max_ms), ("j-1", "ls", 5));
+        for (body, needle) in [
+            (&br#"{"id":"j","cmd":" ","maxMs":5}"#[..], "blank"),
+            (br#"{"id":"j/1","cmd":"ls","maxMs":5}"#, "invalid job id"),
+            (br#"{"id":"","cmd":"ls","maxMs":5}"#, "invalid job id"),
+            (br#"{"id":"j","cmd":"ls","maxMs":0}"#, "positive"),
+            (
+                br#"{"id":"j","cmd":"ls","maxMs":-5}"#,
+                "invalid job request",
+            ),
+            (br#"{"id":"j","cmd":"ls"}"#, "missing field"),
+            (
+                br#"{"id":"j","cmd":"ls","maxMs":5,"cwd":"/"}"#,
+                "unknown field",
+            ),
+        ] {
+            match parse_job(body) {
+                Err(Error::BadRequest(msg)) => assert!(msg.contains(needle), "{msg}"),
+                other => panic!("{} gave {other:?}", String::from_utf8_lossy(body)),
+            }
         }
     }
 

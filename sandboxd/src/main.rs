@@ -11,6 +11,7 @@ mod at;
 mod config;
 mod error;
 mod http;
+mod jobs;
 mod log;
 mod output;
 mod procs;
@@ -36,7 +37,7 @@ use crate::sandboxes::{Sandboxes, Settings};
 
 /// PATH of every shell; sandboxd's own PATH is not passed on.
 const SHELL_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// How long shutdown may take to end all sessions.
+/// How long shutdown may take to end all jobs and sessions.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
@@ -72,6 +73,8 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
     std::fs::create_dir_all(&config.root).map_err(root_error)?;
     // Absolute, so HOME and cwd of every shell are too.
     let root = config.root.canonicalize().map_err(root_error)?;
+    // Before the leftovers go: the records of jobs are among them.
+    jobs::records::kill_leftovers(&root);
     workspace::remove_leftovers(&root);
     let listener = TcpListener::bind(config.listen)
         .await
@@ -124,7 +127,7 @@ async fn serve(config: Config, shell_env: Vec<(String, String)>) -> Result<(), S
         .await
         .is_err()
     {
-        eprintln!("sandboxd: sessions did not all end within {SHUTDOWN_GRACE:?}");
+        eprintln!("sandboxd: jobs and sessions did not all end within {SHUTDOWN_GRACE:?}");
     }
     Ok(())
 }

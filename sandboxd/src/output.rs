@@ -203,7 +203,7 @@ fn marker_start_at_end(bytes: &[u8], marker: &[u8]) -> usize {
 }
 
 /// Length of an incomplete UTF-8 sequence at the end of `bytes` (0 if none).
-fn incomplete_utf8_tail(bytes: &[u8]) -> usize {
+pub fn incomplete_utf8_tail(bytes: &[u8]) -> usize {
     for back in 1..=bytes.len().min(4) {
         let byte = bytes[bytes.len() - back];
         if byte & 0xC0 == 0x80 {

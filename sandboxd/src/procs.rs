@@ -15,10 +15,47 @@
 
 use std::collections::HashSet;
 use std::fs;
+use std::io;
+
+use tokio::process::Command;
+
+use crate::rlimits::Limits;
 
 /// Upper bound on scan rounds per phase, so a pathological case cannot hang
 /// the caller.
 const MAX_ROUNDS: usize = 64;
+
+/// Makes the child `command` spawns the leader of a session (and process
+/// group) of its own, under `limits`, killed if sandboxd dies.
+pub fn own_session(command: &mut Command, limits: Limits) {
+    let parent = std::process::id();
+    // SAFETY: setsid, prctl, getppid, getrlimit and setrlimit are
+    // async-signal-safe and touch no memory of ours.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // The death signal follows the spawning thread, a runtime
+            // worker that lives as long as sandboxd serves.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            if u32::try_from(libc::getppid()) != Ok(parent) {
+                return Err(io::Error::other("sandboxd exited during spawn"));
+            }
+            limits.apply()
+        });
+    }
+}
+
+/// Whether `pid` is a live (non-zombie) process.
+pub fn is_alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| parse_stat(&stat))
+        .is_some_and(|(state, _)| state != 'Z')
+}
 
 /// Live (non-zombie) processes whose session id is `sid`.
 pub fn session_members(sid: i32) -> Vec<i32> {
@@ -94,7 +131,8 @@ pub fn kill_session(sid: i32, spare: Option<i32>) -> HashSet<i32> {
     killed
 }
 
-fn signal(pid: i32, sig: libc::c_int) {
+/// Sends `sig` to `pid`, or with a negative `pid` to that process group.
+pub fn signal(pid: i32, sig: libc::c_int) {
     // SAFETY: kill(2) has no memory-safety preconditions; a vanished pid
     // only yields ESRCH, which is fine.
     unsafe {

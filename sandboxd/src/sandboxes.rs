@@ -23,6 +23,12 @@
 //! `idle_shell` (its files stay, and the next command's stderr says the
 //! shell was ended). A new sandbox finding every place taken is refused with
 //! [`Error::TooManyShells`].
+//!
+//! Each sandbox also holds its jobs (see `jobs`), which run beside its
+//! shell. A job takes the shell's turn only to ask it for its working
+//! directory and environment, and for no longer than `context::TURN_WAIT`.
+//! A destroy, and shutdown, kill a sandbox's jobs before anything else, and
+//! a job whose start overlaps a destroy either is among them or is refused.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -32,11 +38,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use duet_wire::job::{JobInfo, JobRequest};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::abandon::Abandon;
 use crate::archive::{self, Bounds, Packed, Restored};
 use crate::error::Error;
+use crate::jobs::context::{self, Context, Last};
+use crate::jobs::records::Records;
+use crate::jobs::{Job, Jobs};
 use crate::log::{self, CommandLog};
 use crate::progress::Progress;
 use crate::rlimits::Limits;
@@ -68,6 +78,7 @@ pub struct Sandboxes {
     entries: Mutex<HashMap<String, Arc<Sandbox>>>,
     /// One permit per sandbox that may hold a shell.
     places: Arc<Semaphore>,
+    records: Records,
 }
 
 struct Sandbox {
@@ -77,6 +88,9 @@ struct Sandbox {
     generation: watch::Sender<u64>,
     /// Whether a restore is running or waiting for its turn.
     restoring: AtomicBool,
+    jobs: Jobs,
+    /// What its shell last said of its working directory and environment.
+    context: Last,
 }
 
 /// A sandbox's one restore; ends it when dropped.
@@ -123,6 +137,7 @@ impl Sandboxes {
         let idle_shell = settings.idle_shell;
         let sandboxes = Arc::new(Sandboxes {
             places: Arc::new(Semaphore::new(settings.max_shells)),
+            records: Records::new(&settings.root),
             settings,
             entries: Mutex::new(HashMap::new()),
         });
@@ -183,11 +198,43 @@ impl Sandboxes {
         .await
     }
 
-    /// Ends every command and shell (workspaces stay).
+    /// Starts the job `request` in the sandbox, starting its workspace if
+    /// needed (not its shell).
+    pub async fn start_job(
+        self: &Arc<Self>,
+        name: &str,
+        request: JobRequest,
+    ) -> Result<JobInfo, Error> {
+        validate_name(name)?;
+        let (this, name) = (Arc::clone(self), name.to_string());
+        detached(async move { this.start_job_now(&name, request).await }).await
+    }
+
+    /// The sandbox's jobs, the running ones first.
+    pub fn jobs(&self, name: &str) -> Result<Vec<JobInfo>, Error> {
+        validate_name(name)?;
+        let sandbox = self.entries().get(name).cloned();
+        Ok(sandbox
+            .map(|sandbox| sandbox.jobs.list())
+            .unwrap_or_default())
+    }
+
+    pub fn job(&self, name: &str, id: &str) -> Result<Arc<Job>, Error> {
+        validate_name(name)?;
+        let sandbox = self.entries().get(name).cloned();
+        sandbox
+            .and_then(|sandbox| sandbox.jobs.get(id))
+            .ok_or_else(|| Error::NoJob(id.to_string()))
+    }
+
+    /// Ends every job, command and shell (workspaces stay).
     pub async fn shutdown(&self) {
         let all: Vec<Arc<Sandbox>> = self.entries().values().cloned().collect();
         for sandbox in &all {
             sandbox.generation.send_modify(|g| *g += 1);
+        }
+        for sandbox in &all {
+            sandbox.jobs.stop_all().await;
         }
         for sandbox in all {
             // Dropping a session kills it.
@@ -254,9 +301,79 @@ impl Sandboxes {
         Ok(outcome)
     }
 
+    async fn start_job_now(&self, name: &str, request: JobRequest) -> Result<JobInfo, Error> {
+        let sandbox = self.entry(name);
+        let destroyed = sandbox.generation.subscribe();
+        let started = async {
+            // Refused before waiting for the shell, and again once started.
+            sandbox.jobs.check(&request.id)?;
+            let path = self.workspace(name);
+            workspace::create(&path)?;
+            let context = self.job_context(name, &sandbox, &path).await?;
+            let (limits, records) = (self.settings.limits, &self.records);
+            sandbox
+                .jobs
+                .start(name, request, context, limits, records, &destroyed)
+        };
+        let started = started.await;
+        if started.is_err() {
+            if let Ok(shell) = sandbox.shell.try_lock() {
+                self.forget_if_unused(name, &sandbox, &shell);
+            }
+        }
+        started
+    }
+
+    /// The working directory and environment a job starts with (see
+    /// `jobs::context` for why these).
+    async fn job_context(
+        &self,
+        name: &str,
+        sandbox: &Sandbox,
+        workspace: &Path,
+    ) -> Result<Context, Error> {
+        let fresh = || Context::fresh(workspace, &self.settings.shell_env);
+        let mut destroyed = sandbox.generation.subscribe();
+        let Ok(mut shell) = tokio::time::timeout(context::TURN_WAIT, sandbox.shell.lock()).await
+        else {
+            return Ok(sandbox.context.get().unwrap_or_else(fresh));
+        };
+        if destroyed.has_changed().unwrap_or(true) {
+            return Err(Error::DestroyedBeforeStart(name.to_string()));
+        }
+        let mut session = match shell.session.take().map(|mut s| (s.ended(), s)) {
+            Some((None, session)) => session,
+            // The next command's shell is a fresh one (and a dead one is
+            // left for it to find, with its note).
+            dead => {
+                shell.session = dead.map(|(_, session)| session);
+                return Ok(fresh());
+            }
+        };
+        let cancelled = async move {
+            let _ = destroyed.changed().await;
+        };
+        let limit = self.settings.output_limit;
+        let outcome = session
+            .run(context::SCRIPT, context::TIMEOUT, limit, cancelled, None)
+            .await;
+        if !outcome.shell_usable {
+            shell.ended = Some(End::JobContext);
+            return Ok(fresh());
+        }
+        let pid = session.pid();
+        shell.session = Some(session);
+        let Some(context) = Context::parse(&outcome.stdout) else {
+            return Ok(fresh());
+        };
+        sandbox.context.set(pid, &context);
+        Ok(context)
+    }
+
     async fn destroy_in_order(&self, name: &str) -> Result<(), Error> {
         let sandbox = self.entry(name);
         sandbox.generation.send_modify(|g| *g += 1);
+        sandbox.jobs.stop_all().await;
         let mut shell = sandbox.shell.lock().await;
         *shell = Shell::new();
         let removed = workspace::remove(self.workspace(name)).await;
@@ -346,10 +463,14 @@ impl Sandboxes {
     }
 
     /// Forgets the entry if it holds nothing (no shell, no place, no note
-    /// for the next command) and no other request is holding or waiting on
+    /// for the next command, no job) and no other request is holding or waiting on
     /// it (the map holds one reference and the caller one).
     fn forget_if_unused(&self, name: &str, sandbox: &Arc<Sandbox>, shell: &Shell) {
-        if shell.session.is_some() || shell.place.is_some() || shell.ended.is_some() {
+        if shell.session.is_some()
+            || shell.place.is_some()
+            || shell.ended.is_some()
+            || !sandbox.jobs.is_empty()
+        {
             return;
         }
         let mut entries = self.entries();
@@ -365,6 +486,8 @@ impl Sandboxes {
                 shell: tokio::sync::Mutex::new(Shell::new()),
                 generation: watch::Sender::new(0),
                 restoring: AtomicBool::new(false),
+                jobs: Jobs::default(),
+                context: Last::default(),
             })
         });
         Arc::clone(sandbox)

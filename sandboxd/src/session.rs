@@ -213,6 +213,8 @@ pub enum End {
     Idle(Duration),
     /// Its workspace was replaced by a restored archive.
     Restored,
+    /// It failed to say its working directory and environment for a job.
+    JobContext,
 }
 
 /// Which streams lack their marker.
@@ -264,6 +266,9 @@ impl fmt::Display for End {
             ),
             End::Idle(idle) => write!(f, "it was idle for {} s", idle.as_secs()),
             End::Restored => f.write_str("its workspace was restored from an archive"),
+            End::JobContext => {
+                f.write_str("it failed to say its working directory and environment for a job")
+            }
         }
     }
 }
@@ -321,25 +326,7 @@ impl Session {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let parent = std::process::id();
-        // SAFETY: setsid, prctl, getppid, getrlimit and setrlimit are
-        // async-signal-safe and touch no memory of ours.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::setsid() == -1 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The death signal follows the spawning thread, a runtime
-                // worker that lives as long as sandboxd serves.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(io::Error::last_os_error());
-                }
-                if u32::try_from(libc::getppid()) != Ok(parent) {
-                    return Err(io::Error::other("sandboxd exited during spawn"));
-                }
-                limits.apply()
-            });
-        }
+        procs::own_session(&mut command, limits);
         let mut child = command.spawn().map_err(Error::Spawn)?;
         let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (
             child.id(),
@@ -361,6 +348,11 @@ impl Session {
                 err_buf: vec![0; READ_CHUNK].into(),
             },
         })
+    }
+
+    /// bash's pid, which is also its session id.
+    pub fn pid(&self) -> i32 {
+        self.sid
     }
 
     /// Why bash is no longer running, if it died between commands.
@@ -666,7 +658,7 @@ fn random_tail() -> String {
 }
 
 /// Exit code as a shell reports it: the code, or 128 + the signal number.
-fn status_code(status: ExitStatus) -> i32 {
+pub fn status_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status
         .code()

@@ -15,6 +15,7 @@
 //!                                                  if anything was left out,
 //!                                                  x-duet-left-out: note
 //! PUT    /v1/sandboxes/{name}/archive?timeoutMs=N  gzipped tar -> RestoreResult
+//! POST   /v1/sandboxes/{name}/jobs, …                jobs (see [`job`])
 //! ```
 //!
 //! An archive's headers say what its restore will hold ([`ENTRIES_HEADER`],
@@ -29,6 +30,7 @@
 
 mod archive;
 mod exec;
+pub mod job;
 mod route;
 pub mod stream;
 

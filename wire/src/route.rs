@@ -12,6 +12,12 @@ pub enum Route<'a> {
     Archive(&'a str),
     /// The sandbox itself (`DELETE` ends it).
     Sandbox(&'a str),
+    /// The sandbox's jobs (`POST` starts one, `GET` lists them).
+    Jobs(&'a str),
+    /// One job, by its id (`GET` tells of it, `DELETE` stops it).
+    Job(&'a str, &'a str),
+    /// One job's output stream.
+    JobOutput(&'a str, &'a str),
 }
 
 const SANDBOXES: &str = "/v1/sandboxes/";
@@ -29,7 +35,12 @@ impl<'a> Route<'a> {
             Some((name, "exec")) => Some(Route::Exec(name)),
             Some((name, "exec/stream")) => Some(Route::ExecStream(name)),
             Some((name, "archive")) => Some(Route::Archive(name)),
-            Some(_) => None,
+            Some((name, "jobs")) => Some(Route::Jobs(name)),
+            Some((name, rest)) => match rest.strip_prefix("jobs/")?.split_once('/') {
+                None => Some(Route::Job(name, rest.strip_prefix("jobs/")?)),
+                Some((id, "output")) => Some(Route::JobOutput(name, id)),
+                Some(_) => None,
+            },
         }
     }
 }
@@ -43,6 +54,9 @@ impl fmt::Display for Route<'_> {
             Route::ExecStream(name) => write!(f, "{SANDBOXES}{name}/exec/stream"),
             Route::Archive(name) => write!(f, "{SANDBOXES}{name}/archive"),
             Route::Sandbox(name) => write!(f, "{SANDBOXES}{name}"),
+            Route::Jobs(name) => write!(f, "{SANDBOXES}{name}/jobs"),
+            Route::Job(name, id) => write!(f, "{SANDBOXES}{name}/jobs/{id}"),
+            Route::JobOutput(name, id) => write!(f, "{SANDBOXES}{name}/jobs/{id}/output"),
         }
     }
 }
@@ -73,6 +87,20 @@ mod tests {
         assert_eq!(Route::parse("/v1/sandboxes"), None);
         assert_eq!(Route::parse("/"), None);
         assert_eq!(Route::parse("/health/"), None);
+        assert_eq!(
+            Route::parse("/v1/sandboxes/r1/jobs"),
+            Some(Route::Jobs("r1"))
+        );
+        assert_eq!(
+            Route::parse("/v1/sandboxes/r1/jobs/j-1"),
+            Some(Route::Job("r1", "j-1"))
+        );
+        assert_eq!(
+            Route::parse("/v1/sandboxes/r1/jobs/j-1/output"),
+            Some(Route::JobOutput("r1", "j-1"))
+        );
+        assert_eq!(Route::parse("/v1/sandboxes/r1/jobs/j-1/x"), None);
+        assert_eq!(Route::parse("/v1/sandboxes/r1/jobs/j-1/output/x"), None);
     }
 
     #[test]
@@ -84,6 +112,9 @@ mod tests {
             Route::ExecStream(name),
             Route::Archive(name),
             Route::Sandbox(name),
+            Route::Jobs(name),
+            Route::Job(name, "j1"),
+            Route::JobOutput(name, "j1"),
         ] {
             assert_eq!(Route::parse(&route.to_string()), Some(route));
         }

@@ -25,7 +25,19 @@ impl Server {
     }
 
     pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
-        let root = tempfile::tempdir().expect("temp root");
+        Server::start_in(tempfile::tempdir().expect("temp root"), args, env)
+    }
+
+    /// SIGKILLs sandboxd, as a crash would, and starts another on the same
+    /// root.
+    pub fn crash_and_restart(mut self) -> Server {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let root = std::mem::replace(&mut self.root, tempfile::tempdir().expect("temp root"));
+        Server::start_in(root, &[], &[])
+    }
+
+    fn start_in(root: tempfile::TempDir, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sandboxd"))
             .args(["--listen", "127.0.0.1:0", "--root"])
             .arg(root.path())
@@ -218,6 +230,52 @@ fn split_response(response: &[u8]) -> (u16, String, Vec<u8>) {
         .and_then(|s| s.parse().ok())
         .expect("status code");
     (status, head, response[split + 4..].to_vec())
+}
+
+/// Reads the status line and headers.
+pub fn read_head(reader: &mut impl BufRead) -> (u16, String) {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("head");
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok());
+    (status.expect("status"), head)
+}
+
+/// Reads one chunk of a chunked body; `None` at its end.
+pub fn read_chunk(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut size = String::new();
+    reader.read_line(&mut size).expect("chunk size");
+    let size = usize::from_str_radix(size.trim(), 16).expect("hex size");
+    if size == 0 {
+        return None;
+    }
+    let mut chunk = vec![0; size + 2];
+    reader.read_exact(&mut chunk).expect("chunk");
+    chunk.truncate(size);
+    Some(chunk)
+}
+
+/// Reads a chunked NDJSON body line by line, handing each line to `each`
+/// until the body ends or `each` answers false (a reader that goes away).
+pub fn read_ndjson(reader: &mut impl BufRead, mut each: impl FnMut(Value) -> bool) {
+    let mut pending = Vec::new();
+    while let Some(chunk) = read_chunk(reader) {
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let value = serde_json::from_slice(&line[..end]).expect("one JSON object a line");
+            if !each(value) {
+                return;
+            }
+        }
+    }
+    assert!(pending.is_empty(), "unterminated line");
 }
 
 /// True once `pid` no longer runs (gone, or a zombie nobody reaped yet),

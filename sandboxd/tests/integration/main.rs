@@ -4,6 +4,7 @@ mod api;
 mod archive;
 mod breakage;
 mod harness;
+mod jobs;
 mod kept;
 mod limits;
 mod shell;

@@ -1,14 +1,14 @@
 //! Streamed commands: NDJSON events as output is produced, ending with the
 //! `/exec` answer.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use duet_wire::ExecResult;
 use serde_json::{json, Value};
 
-use crate::harness::Server;
+use crate::harness::{read_chunk, read_head, read_ndjson, Server};
 
 /// A streamed answer: status, head, and each event with when it arrived
 /// (counted from sending the request).
@@ -57,35 +57,6 @@ fn connect(server: &Server, name: &str, body: &Value) -> (TcpStream, Instant) {
     (stream, Instant::now())
 }
 
-/// Reads the status line and headers.
-fn read_head(reader: &mut impl BufRead) -> (u16, String) {
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("head");
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-        head.push_str(&line);
-    }
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok());
-    (status.expect("status"), head)
-}
-
-/// Reads one chunk of a chunked body; `None` at its end.
-fn read_chunk(reader: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut size = String::new();
-    reader.read_line(&mut size).expect("chunk size");
-    let size = usize::from_str_radix(size.trim(), 16).expect("hex size");
-    if size == 0 {
-        return None;
-    }
-    let mut chunk = vec![0; size + 2];
-    reader.read_exact(&mut chunk).expect("chunk");
-    chunk.truncate(size);
-    Some(chunk)
-}
-
 fn stream(server: &Server, name: &str, body: Value) -> Streamed {
     let (socket, sent) = connect(server, name, &body);
     let mut reader = BufReader::new(socket);
@@ -105,16 +76,10 @@ fn stream(server: &Server, name: &str, body: Value) -> Streamed {
             events,
         };
     }
-    let mut pending = Vec::new();
-    while let Some(chunk) = read_chunk(&mut reader) {
-        pending.extend_from_slice(&chunk);
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            let event = serde_json::from_slice(&line[..end]).expect("one JSON object a line");
-            events.push((sent.elapsed(), event));
-        }
-    }
-    assert!(pending.is_empty(), "unterminated line");
+    read_ndjson(&mut reader, |event| {
+        events.push((sent.elapsed(), event));
+        true
+    });
     Streamed {
         status,
         head,

@@ -16,6 +16,7 @@
 //!                                                  x-duet-left-out: note
 //! PUT    /v1/sandboxes/{name}/archive?timeoutMs=N  gzipped tar -> RestoreResult
 //! POST   /v1/sandboxes/{name}/jobs, …                jobs (see [`job`])
+//! GET    /v1/sandboxes/{name}/files?path=P, …        files (see [`file`])
 //! ```
 //!
 //! An archive's headers say what its restore will hold ([`ENTRIES_HEADER`],
@@ -30,6 +31,7 @@
 
 mod archive;
 mod exec;
+pub mod file;
 pub mod job;
 mod route;
 pub mod stream;

@@ -18,6 +18,8 @@ pub enum Route<'a> {
     Job(&'a str, &'a str),
     /// One job's output stream.
     JobOutput(&'a str, &'a str),
+    /// The workspace's files, by the `path` query parameter.
+    Files(&'a str),
 }
 
 const SANDBOXES: &str = "/v1/sandboxes/";
@@ -36,6 +38,7 @@ impl<'a> Route<'a> {
             Some((name, "exec/stream")) => Some(Route::ExecStream(name)),
             Some((name, "archive")) => Some(Route::Archive(name)),
             Some((name, "jobs")) => Some(Route::Jobs(name)),
+            Some((name, "files")) => Some(Route::Files(name)),
             Some((name, rest)) => match rest.strip_prefix("jobs/")?.split_once('/') {
                 None => Some(Route::Job(name, rest.strip_prefix("jobs/")?)),
                 Some((id, "output")) => Some(Route::JobOutput(name, id)),
@@ -57,6 +60,7 @@ impl fmt::Display for Route<'_> {
             Route::Jobs(name) => write!(f, "{SANDBOXES}{name}/jobs"),
             Route::Job(name, id) => write!(f, "{SANDBOXES}{name}/jobs/{id}"),
             Route::JobOutput(name, id) => write!(f, "{SANDBOXES}{name}/jobs/{id}/output"),
+            Route::Files(name) => write!(f, "{SANDBOXES}{name}/files"),
         }
     }
 }
@@ -115,6 +119,7 @@ mod tests {
             Route::Jobs(name),
             Route::Job(name, "j1"),
             Route::JobOutput(name, "j1"),
+            Route::Files(name),
         ] {
             assert_eq!(Route::parse(&route.to_string()), Some(route));
         }

@@ -9,7 +9,7 @@
 //! a directory renamed or replaced after it was opened is still the one
 //! written to.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, Permissions};
 use std::io;
 use std::mem::MaybeUninit;
@@ -82,24 +82,102 @@ impl Dir {
 
     /// What `name` is, without following it.
     pub fn kind(&self, name: &OsStr) -> io::Result<Kind> {
+        Ok(match self.stat(name)?.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => Kind::Dir,
+            libc::S_IFLNK => Kind::Symlink,
+            _ => Kind::Other,
+        })
+    }
+
+    /// `name` itself as `lstat` sees it (a symlink is not followed).
+    pub fn stat(&self, name: &OsStr) -> io::Result<libc::stat> {
         let name = c_name(name)?;
         let mut stat = MaybeUninit::<libc::stat>::uninit();
         // SAFETY: a valid descriptor, a NUL-terminated name, and room for
         // the answer, which is initialized when the call succeeds.
-        let stat = unsafe {
+        unsafe {
             cvt(libc::fstatat(
                 self.fd(),
                 name.as_ptr(),
                 stat.as_mut_ptr(),
                 libc::AT_SYMLINK_NOFOLLOW,
             ))?;
-            stat.assume_init()
+            Ok(stat.assume_init())
+        }
+    }
+
+    /// Removes `name` itself: a file or a symlink (never its target), or,
+    /// with `dir`, an empty directory.
+    pub fn remove(&self, name: &OsStr, dir: bool) -> io::Result<()> {
+        let name = c_name(name)?;
+        let flags = if dir { libc::AT_REMOVEDIR } else { 0 };
+        // SAFETY: a valid descriptor and a NUL-terminated name.
+        cvt(unsafe { libc::unlinkat(self.fd(), name.as_ptr(), flags) })
+    }
+
+    /// Renames `from` to `to`, both in this directory; whatever `to` was (a
+    /// symlink included) is replaced, not followed.
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        let (from, to) = (c_name(from)?, c_name(to)?);
+        // SAFETY: a valid descriptor and NUL-terminated names.
+        cvt(unsafe { libc::renameat(self.fd(), from.as_ptr(), self.fd(), to.as_ptr()) })
+    }
+
+    /// The target of the symlink `name`.
+    pub fn read_link(&self, name: &OsStr) -> io::Result<Vec<u8>> {
+        let name = c_name(name)?;
+        let mut target = vec![0u8; libc::PATH_MAX as usize];
+        // SAFETY: a valid descriptor, a NUL-terminated name, and a buffer
+        // of the length given.
+        let len = unsafe {
+            libc::readlinkat(
+                self.fd(),
+                name.as_ptr(),
+                target.as_mut_ptr().cast(),
+                target.len(),
+            )
         };
-        Ok(match stat.st_mode & libc::S_IFMT {
-            libc::S_IFDIR => Kind::Dir,
-            libc::S_IFLNK => Kind::Symlink,
-            _ => Kind::Other,
-        })
+        if len < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        target.truncate(len as usize);
+        Ok(target)
+    }
+
+    /// Hands each name the directory holds (not `.` and `..`) to `each`.
+    pub fn each_name(&self, mut each: impl FnMut(&OsStr)) -> io::Result<()> {
+        // SAFETY: a valid descriptor; the duplicate is the stream's, which
+        // closedir closes; entries are read before the next readdir.
+        unsafe {
+            let fd = libc::fcntl(self.fd(), libc::F_DUPFD_CLOEXEC, 0);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let stream = libc::fdopendir(fd);
+            if stream.is_null() {
+                let e = io::Error::last_os_error();
+                libc::close(fd);
+                return Err(e);
+            }
+            // The duplicate shares the position of this descriptor.
+            libc::rewinddir(stream);
+            let ended = loop {
+                *libc::__errno_location() = 0;
+                let entry = libc::readdir(stream);
+                if entry.is_null() {
+                    break match *libc::__errno_location() {
+                        0 => Ok(()),
+                        errno => Err(io::Error::from_raw_os_error(errno)),
+                    };
+                }
+                let name = CStr::from_ptr((*entry).d_name.as_ptr()).to_bytes();
+                if name != b"." && name != b".." {
+                    each(OsStr::from_bytes(name));
+                }
+            };
+            libc::closedir(stream);
+            ended
+        }
     }
 
     /// Sets the access and modification times of `name` itself (a symlink
@@ -130,8 +208,15 @@ impl Dir {
         &self.0
     }
 
-    fn fd(&self) -> libc::c_int {
+    pub fn fd(&self) -> libc::c_int {
         self.0.as_raw_fd()
+    }
+}
+
+/// The descriptor of a directory, opened by other means.
+impl From<File> for Dir {
+    fn from(file: File) -> Self {
+        Dir(file)
     }
 }
 

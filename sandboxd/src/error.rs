@@ -56,6 +56,20 @@ pub enum Error {
     TooManyJobs { max: usize },
     #[error("could not start the job: {0}")]
     JobSpawn(io::Error),
+    #[error("{0}: no such file or directory")]
+    NoFile(String),
+    /// A file path that leads outside the workspace, or is not ours to touch.
+    #[error("{0}")]
+    Forbidden(String),
+    /// What is at a file path is not what the request needs there.
+    #[error("{0}")]
+    FileConflict(String),
+    #[error("{path} is {size} bytes, more than the {limit} read whole; ask for a range")]
+    FileTooLarge { path: String, size: u64, limit: u64 },
+    #[error("the range is outside the file's {size} bytes")]
+    RangeNotSatisfiable { size: u64 },
+    #[error("the request body did not arrive within {ms} ms")]
+    BodyTooSlow { ms: u64 },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -73,11 +87,18 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Error::NotFound(_) | Error::NoWorkspace(_) | Error::NoJob(_) => StatusCode::NOT_FOUND,
+            Error::NotFound(_) | Error::NoWorkspace(_) | Error::NoJob(_) | Error::NoFile(_) => {
+                StatusCode::NOT_FOUND
+            }
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::FileConflict(_) => StatusCode::CONFLICT,
+            Error::RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
+            Error::BodyTooSlow { .. } => StatusCode::REQUEST_TIMEOUT,
             Error::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Error::BodyTooLarge { .. }
             | Error::ArchiveTooLarge { .. }
-            | Error::RestoreTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            | Error::RestoreTooLarge(_)
+            | Error::FileTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Unrestorable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::RestoreTimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
             Error::ClientGone => StatusCode::BAD_REQUEST,

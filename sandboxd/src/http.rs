@@ -50,7 +50,7 @@ use http_body_util::channel::{Channel, SendError, Sender};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_RANGE, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -63,6 +63,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::abandon::{self, Abandon};
 use crate::error::Error;
+use crate::files;
 use crate::jobs::{self, Reader};
 use crate::progress::Progress;
 use crate::sandboxes::Sandboxes;
@@ -73,6 +74,8 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Chunks of a streamed body in flight at once.
 const CHUNKS_IN_FLIGHT: usize = 8;
 const FILE_CHUNK: usize = 64 * 1024;
+/// Longest a file's body waits for its client to take the next chunk.
+const SEND_STALL: Duration = Duration::from_secs(60);
 /// Longest a streamed command's output waits to be sent.
 const FLUSH_AFTER: Duration = Duration::from_millis(50);
 
@@ -98,7 +101,7 @@ fn exec_result(outcome: Outcome, command: String) -> ExecResult {
     }
 }
 
-type Body = BoxBody<Bytes, Infallible>;
+pub type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves HTTP/1.1 (keep-alive included) on one accepted connection.
 pub async fn serve_connection(stream: TcpStream, app: Arc<App>) {
@@ -115,10 +118,17 @@ pub async fn serve_connection(stream: TcpStream, app: Arc<App>) {
 async fn respond(app: &App, req: Request<Incoming>) -> Response<Body> {
     handle(app, req).await.unwrap_or_else(|e| {
         let mut response = json(e.status(), &serde_json::json!({ "error": e.to_string() }));
-        if let Error::MethodNotAllowed { allowed, .. } = e {
-            response
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static(allowed));
+        match e {
+            Error::MethodNotAllowed { allowed, .. } => {
+                let allowed = HeaderValue::from_static(allowed);
+                response.headers_mut().insert(ALLOW, allowed);
+            }
+            Error::RangeNotSatisfiable { size } => {
+                if let Ok(range) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                    response.headers_mut().insert(CONTENT_RANGE, range);
+                }
+            }
+            _ => {}
         }
         response
     })
@@ -135,6 +145,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
         Route::Jobs(_) => "GET, POST",
         Route::Job(..) => "GET, DELETE",
         Route::JobOutput(..) => "GET",
+        Route::Files(_) => "GET, PUT, DELETE",
     };
     let method = req.method().as_str();
     if !allowed.split(", ").any(|m| m == method) {
@@ -193,6 +204,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
                 .body(body.boxed())
                 .map_err(|e| Error::Internal(e.to_string()))
         }
+        Route::Files(name) => files::handle(&app.sandboxes, name, req).await,
     }
 }
 
@@ -386,7 +398,7 @@ async fn get_archive(
         response = response.header(LEFT_OUT_HEADER, note);
     }
     response
-        .body(send_file(packed.file))
+        .body(send_file(packed.file, packed.len))
         .map_err(|e| Error::Internal(e.to_string()))
 }
 
@@ -434,7 +446,7 @@ async fn put_archive(
     ))
 }
 
-fn declared_length(req: &Request<Incoming>) -> Option<u64> {
+pub fn declared_length(req: &Request<Incoming>) -> Option<u64> {
     req.headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse().ok())
@@ -527,20 +539,18 @@ fn param(query: Option<&str>, name: &str, least: u64) -> Result<Option<u64>, Err
     Ok(value)
 }
 
-/// A body streamed from `file`. A read error ends it short of its
-/// Content-Length, which the client sees as a broken response.
-fn send_file(file: std::fs::File) -> Body {
+/// A body of `len` bytes streamed from `file`, from where it stands. A read
+/// error ends it short of its Content-Length, which the client sees as a
+/// broken response; so does a client that takes nothing for [`SEND_STALL`].
+pub fn send_file(file: std::fs::File, len: u64) -> Body {
     let (mut sender, body) = Channel::new(CHUNKS_IN_FLIGHT);
     tokio::spawn(async move {
-        let mut file = tokio::fs::File::from_std(file);
+        let mut file = tokio::fs::File::from_std(file).take(len);
         let mut buf = vec![0; FILE_CHUNK];
         while let Ok(n @ 1..) = file.read(&mut buf).await {
-            if sender
-                .send_data(Bytes::copy_from_slice(&buf[..n]))
-                .await
-                .is_err()
-            {
-                break; // the client is gone
+            let sent = sender.send_data(Bytes::copy_from_slice(&buf[..n]));
+            if !matches!(tokio::time::timeout(SEND_STALL, sent).await, Ok(Ok(()))) {
+                break; // the client is gone, or takes nothing
             }
         }
     });
@@ -626,7 +636,7 @@ fn full(body: impl Into<Bytes>) -> Body {
     Full::new(body.into()).boxed()
 }
 
-fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
+pub fn json<T: Serialize>(status: StatusCode, value: &T) -> Response<Body> {
     // Serializing these plain structs cannot fail.
     let body = serde_json::to_vec(value).unwrap_or_default();
     let mut response = Response::new(full(body));

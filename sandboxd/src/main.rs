@@ -10,6 +10,7 @@ mod archive;
 mod at;
 mod config;
 mod error;
+mod files;
 mod http;
 mod jobs;
 mod log;

@@ -210,6 +210,12 @@ impl Sandboxes {
         detached(async move { this.start_job_now(&name, request).await }).await
     }
 
+    /// Where the sandbox's workspace is (or will be).
+    pub fn workspace_of(&self, name: &str) -> Result<PathBuf, Error> {
+        validate_name(name)?;
+        Ok(self.workspace(name))
+    }
+
     /// The sandbox's jobs, the running ones first.
     pub fn jobs(&self, name: &str) -> Result<Vec<JobInfo>, Error> {
         validate_name(name)?;

@@ -124,8 +124,14 @@ pub enum Found {
 impl Workspace {
     /// Opens the workspace directory at `path`, which must not be a symlink.
     pub fn open(path: &Path) -> Result<Workspace, Error> {
-        let dir = Dir::open(path).map_err(|e| Error::Internal(format!("the workspace: {e}")))?;
-        Ok(Workspace { dir })
+        match Dir::open(path) {
+            Ok(dir) => Ok(Workspace { dir }),
+            // Replaced by a symlink (its owner can): never followed.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => Err(
+                Error::Forbidden("the workspace is a symlink, not a directory".into()),
+            ),
+            Err(e) => Err(Error::Internal(format!("the workspace: {e}"))),
+        }
     }
 
     /// The file at `path`, open for reading, or the listing of the
@@ -170,8 +176,22 @@ impl Workspace {
                         )))
                     }
                     libc::S_IFLNK => {
-                        let target = dir.read_link(name_os).map_err(|e| refusal(path, e))?;
-                        (dir_path, name) = follow(&dir_path, &target, path)?;
+                        let target = match dir.read_link(name_os) {
+                            Ok(target) => target,
+                            // No longer a symlink: look again.
+                            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => continue,
+                            Err(e) => return Err(refusal(path, e)),
+                        };
+                        let joined = follow(&dir_path, &target, path)?;
+                        (dir_path, name) = split(&joined);
+                        if matches!(&name[..], b"" | b"." | b"..") {
+                            // A directory, if it is inside at all.
+                            self.open_dir(&joined).map_err(|e| refusal(path, e))?;
+                            return Err(Error::FileConflict(format!(
+                                "{} is a symlink to a directory",
+                                path.shown()
+                            )));
+                        }
                         continue;
                     }
                     _ => return Err(not_regular(path)),
@@ -340,8 +360,8 @@ fn create_temp(dir: &Dir) -> io::Result<(Vec<u8>, File)> {
 }
 
 /// Where a symlink found at a name of `dir_path` leads: its target read
-/// from that directory, split into a directory path and a name.
-fn follow(dir_path: &[u8], target: &[u8], path: &RelPath) -> Result<(Vec<u8>, Vec<u8>), Error> {
+/// from that directory, as a path from the workspace.
+fn follow(dir_path: &[u8], target: &[u8], path: &RelPath) -> Result<Vec<u8>, Error> {
     if target.starts_with(b"/") {
         return Err(escapes(path));
     }
@@ -350,18 +370,15 @@ fn follow(dir_path: &[u8], target: &[u8], path: &RelPath) -> Result<(Vec<u8>, Ve
         joined.push(b'/');
     }
     joined.extend_from_slice(target);
-    let cut = joined.iter().rposition(|&b| b == b'/');
-    let (dir, name) = match cut {
+    Ok(joined)
+}
+
+/// A path from the workspace as its directory's path and its last name.
+fn split(joined: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    match joined.iter().rposition(|&b| b == b'/') {
         Some(at) => (joined[..at].to_vec(), joined[at + 1..].to_vec()),
-        None => (Vec::new(), joined),
-    };
-    if matches!(&name[..], b"" | b"." | b"..") {
-        return Err(Error::FileConflict(format!(
-            "{} is a symlink to a directory",
-            path.shown()
-        )));
+        None => (Vec::new(), joined.to_vec()),
     }
-    Ok((dir, name))
 }
 
 /// The entries of `dir`, sorted by name, the first [`MAX_LIST_ENTRIES`].
@@ -539,22 +556,20 @@ mod tests {
     }
 
     #[test]
-    fn a_followed_link_splits_into_directory_and_name() {
+    fn a_followed_link_is_its_directory_and_target() {
         let path = RelPath::parse(b"l").unwrap();
-        let split = |dir: &str, target: &str| {
+        let follows = |dir: &str, target: &str| {
             follow(dir.as_bytes(), target.as_bytes(), &path)
-                .map(|(d, n)| (String::from_utf8(d).unwrap(), String::from_utf8(n).unwrap()))
+                .map(|joined| String::from_utf8(joined).unwrap())
         };
-        assert_eq!(split("", "f").ok(), Some((String::new(), "f".into())));
-        assert_eq!(
-            split("a/b", "../c/f").ok(),
-            Some(("a/b/../c".into(), "f".into()))
-        );
+        assert_eq!(follows("", "f").ok().as_deref(), Some("f"));
+        assert_eq!(follows("a/b", "../c/f").ok().as_deref(), Some("a/b/../c/f"));
         assert!(matches!(
-            split("a", "/etc/passwd"),
+            follows("a", "/etc/passwd"),
             Err(Error::Forbidden(_))
         ));
-        assert!(matches!(split("a", ".."), Err(Error::FileConflict(_))));
-        assert!(matches!(split("a", "d/"), Err(Error::FileConflict(_))));
+        assert_eq!(split(b"a/b/../c/f"), (b"a/b/../c".to_vec(), b"f".to_vec()));
+        assert_eq!(split(b"f"), (Vec::new(), b"f".to_vec()));
+        assert_eq!(split(b"a/"), (b"a".to_vec(), Vec::new()));
     }
 }

@@ -3,6 +3,7 @@
 mod api;
 mod archive;
 mod breakage;
+mod files;
 mod harness;
 mod jobs;
 mod kept;

@@ -1,7 +1,9 @@
 //! The files route (its wire: `duet_wire::file`): a sandbox's files read,
 //! written and deleted by path, beside the shell and without taking its
-//! turn. How a path is kept inside the workspace is `beneath`'s; this is
-//! the HTTP around it.
+//! turn (so a long command does not hold up an editor; a restore or a
+//! destroy that replaces the workspace meanwhile leaves a request acting on
+//! the old one). How a path is kept inside the workspace is `beneath`'s;
+//! this is the HTTP around it.
 //!
 //! The query takes `path` (percent-encoded, `+` a space, as forms encode
 //! it; required, "" being the workspace) and, for `DELETE` only,

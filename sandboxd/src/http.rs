@@ -29,6 +29,8 @@
 //! printed so far) is streamed from what is kept to the job's end, each
 //! reader on its own.
 //!
+//! `…/files` is the `files` module's, which says what it refuses.
+//!
 //! Archives are streamed both ways: an archive is sent from the file it
 //! was built in, and a restore's body is unpacked as it arrives (see
 //! `archive`), counted and cut off past `--max-archive-bytes`.

@@ -17,7 +17,9 @@
 //! 403 for one that leads outside through a symlink; 404 for a missing one;
 //! 409 for a directory deleted without `recursive` that is not empty, or a
 //! file written where a directory is; 413 for a body or a file read whole
-//! over [`MAX_FILE_BYTES`] (a range of a larger file is read in parts).
+//! over [`MAX_FILE_BYTES`] (a range of a larger file is read in parts);
+//! 416 (with `Content-Range: bytes */size`) for a range starting past the
+//! end; 408 for a body that is not whole within a minute.
 
 use serde::{Deserialize, Serialize};
 

@@ -80,6 +80,18 @@ fn delete(server: &Server, name: &str, path: &str, recursive: bool) -> (u16, Val
     server.json("DELETE", &route, "")
 }
 
+/// A sandboxd whose sandbox `r` holds `files`, written through the route,
+/// and then what its shell's `setup` made.
+fn room(files: &[(&str, &[u8])], setup: &str) -> Server {
+    let server = Server::start();
+    for (path, body) in files {
+        write(&server, "r", path, body);
+    }
+    let ran = server.exec("r", setup);
+    assert_eq!(ran.exit_code, 0, "{ran:?}");
+    server
+}
+
 /// Every status of a GET, a PUT and a DELETE of `path`.
 fn statuses(server: &Server, name: &str, path: &str) -> [u16; 3] {
     [
@@ -195,12 +207,8 @@ fn files_round_trip_whole_and_exact() {
 
 #[test]
 fn listings_are_sorted_typed_and_bounded() {
-    let server = Server::start();
-    write(&server, "r", "d/b.txt", b"12345");
-    write(&server, "r", "d/a.txt", b"");
-    write(&server, "r", "d/sub/x", b"x");
-    server.exec(
-        "r",
+    let server = room(
+        &[("d/b.txt", b"12345"), ("d/a.txt", b""), ("d/sub/x", b"x")],
         "cd d && ln -s a.txt link && mkfifo fifo && touch -d @0 a.txt",
     );
     let listing = list(&server, "r", "./d/");
@@ -318,12 +326,8 @@ fn a_reader_sees_the_old_file_or_the_new_one_whole() {
 
 #[test]
 fn deletes_take_files_links_and_empty_directories_and_trees_when_asked() {
-    let server = Server::start();
-    write(&server, "r", "f", b"x");
-    write(&server, "r", "tree/a/b/c", b"x");
-    write(&server, "r", "tree/top", b"x");
-    server.exec(
-        "r",
+    let server = room(
+        &[("f", b"x"), ("tree/a/b/c", b"x"), ("tree/top", b"x")],
         "mkdir empty && ln -s f link && ln -s tree tree/loop && chmod 500 tree/a/b",
     );
     let ws = server.workspace("r");

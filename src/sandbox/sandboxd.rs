@@ -11,7 +11,11 @@
 //!   when a restore would refuse it);
 //! - `PUT /v1/sandboxes/{name}/archive?timeoutMs=N` replaces the workspace
 //!   with one, or leaves it as it was when the archive is refused or the
-//!   restore takes longer than `N`.
+//!   restore takes longer than `N`;
+//! - `POST /v1/sandboxes/{name}/jobs` starts a job (201), `DELETE …/jobs/{id}`
+//!   stops one and answers once it ended, `GET …/jobs/{id}/output?from=N`
+//!   streams its output from byte `N`, then its end (`duet_wire::job`); a
+//!   job sandboxd does not know is a 404.
 //!
 //! In production sandboxd runs in this object's container, which is started
 //! on demand and polled (with backoff, for at most [`CONTAINER_START_MS`])
@@ -39,6 +43,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use duet_wire::job::{JobRequest, STOP_GRACE_MS};
 use duet_wire::stream::Line;
 use duet_wire::{
     ExecRequest, Route, ENTRIES_HEADER, LEFT_OUT_HEADER, MAX_BYTES, TIMEOUT_MS,
@@ -193,6 +198,42 @@ impl<'a> Sandboxd<'a> {
         Ok((response, limit))
     }
 
+    /// Starts a job in a started sandbox; answers when it started, as
+    /// sandboxd says (`startedAt`).
+    pub async fn start_job(&self, name: &str, request: &JobRequest) -> Result<String, ApiError> {
+        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let path = Route::Jobs(name).to_string();
+        let body = Some(JsValue::from_str(&body));
+        let info = self
+            .call(Method::Post, &path, body, SANDBOXD_MARGIN_MS)
+            .await?;
+        Ok(json_of(info).await?["startedAt"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    }
+
+    /// Stops a job (SIGTERM, then SIGKILL after [`STOP_GRACE_MS`]); answers
+    /// sandboxd's `JobInfo` once it ended.
+    pub async fn stop_job(&self, name: &str, id: &str) -> Result<serde_json::Value, ApiError> {
+        let path = Route::Job(name, id).to_string();
+        let limit = STOP_GRACE_MS + SANDBOXD_MARGIN_MS;
+        json_of(self.call(Method::Delete, &path, None, limit).await?).await
+    }
+
+    /// A job's output stream from byte `from` of its output, once sandboxd
+    /// answers; the stream itself lasts as long as the job.
+    pub async fn job_output(&self, name: &str, id: &str, from: u64) -> Result<Response, ApiError> {
+        let path = format!("{}?from={from}", Route::JobOutput(name, id));
+        self.call(Method::Get, &path, None, SANDBOXD_MARGIN_MS)
+            .await
+    }
+
+    /// Whether the container is down: nothing started in it runs any more.
+    pub fn down(&self) -> bool {
+        matches!(&self.place, Place::Container(c) if !c.running())
+    }
+
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {
         if let Place::Container(container) = &self.place {
             // The container's disk goes with it: nothing of the room survives.
@@ -224,7 +265,7 @@ impl<'a> Sandboxd<'a> {
         limit_ms: u64,
         mut keep: impl FnMut(Vec<u8>) -> worker::Result<()>,
     ) -> Result<Saving, ApiError> {
-        if matches!(&self.place, Place::Container(c) if !c.running()) {
+        if self.down() {
             return Ok(Saving::Nothing);
         }
         let path = format!("{}?{MAX_BYTES}={max_bytes}", Route::Archive(name));
@@ -347,12 +388,15 @@ impl<'a> Sandboxd<'a> {
             }
         };
         match response.status_code() {
-            200 => Ok(response),
+            200 | 201 => Ok(response),
             status => {
                 let why = internal::error_of(response).await;
                 let why = format!("sandboxd answered {status}: {why}");
                 // 503: sandboxd is at its cap of shells; try again later.
+                // Only a job's routes name something sandboxd may not know.
                 Err(match status {
+                    404 => ApiError::NoSuchJob,
+                    429 => ApiError::TooManyJobs,
                     503 => ApiError::SandboxUnavailable(why),
                     _ => ApiError::SandboxFailed(why),
                 })
@@ -521,6 +565,13 @@ pub enum Saving {
     /// sandboxd would not restore this workspace (too many entries, too
     /// large unpacked, too slow to bring back), so it must not sleep; why.
     Unrestorable(String),
+}
+
+/// sandboxd's answer, read as JSON.
+async fn json_of(mut response: Response) -> Result<serde_json::Value, ApiError> {
+    let unexpected =
+        |e: worker::Error| ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}"));
+    response.json().await.map_err(unexpected)
 }
 
 /// What sandboxd's answer to an archive's download says it holds.

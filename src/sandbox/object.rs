@@ -50,13 +50,13 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use duet_wire::job::{JobRequest, JobState};
-use duet_wire::ExecRequest;
+use duet_wire::{ExecRequest, Route};
 use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::wasm_bindgen_futures::spawn_local;
 use worker::worker_sys::DurableObjectState;
-use worker::{web_sys, Delay, Env, Response, State, WebSocket};
+use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
 
 use super::deadline::{command_limit, exec_deadline, restore_limit};
 use super::follow::Follower;
@@ -599,14 +599,15 @@ impl Sandbox {
             cmd: asked.cmd,
             max_ms,
         };
-        let started_at = sandboxd.start_job(&name, &request).await?;
+        let jobs = Route::Jobs(&name);
+        let info = sandboxd.job(Method::Post, jobs, Some(&request)).await?;
         let job = Job {
             id: &request.id,
             cmd: &request.cmd,
             name: asked.name.as_deref(),
             state: JobState::Running,
             exit_code: None,
-            started_at: &started_at,
+            started_at: info["startedAt"].as_str().unwrap_or_default(),
             ended_at: None,
             started_by: started_by.as_deref(),
             source,
@@ -626,8 +627,9 @@ impl Sandbox {
         );
         self.audit.record(&entry)?;
         self.follower().attach(room, &request.id);
-        let storage = self.state.storage();
-        self.clock.alarm_at(&storage, now + jobs::CHECK_MS).await?;
+        // The alarm that keeps the room awake while it runs, unless one is due sooner.
+        let at = (now + jobs::CHECK_MS).min(self.timing.next_alarm(arrived, false));
+        self.clock.alarm_at(&self.state.storage(), at).await?;
         Ok(respond::json_text(
             201,
             format!("{{\"job\":{}}}", job.get()),
@@ -645,7 +647,9 @@ impl Sandbox {
     async fn stop_job(&self, room: &str, job: u64) -> Result<Response, ApiError> {
         let id = job_id(job);
         if self.jobs.resume(&id)?.is_some() {
-            let info = match self.sandboxd()?.stop_job(&sandbox_name(room), &id).await {
+            let name = sandbox_name(room);
+            let stop = Route::Job(&name, &id);
+            let info = match self.sandboxd()?.job(Method::Delete, stop, None).await {
                 Ok(info) => info,
                 Err(ApiError::NoSuchJob) => serde_json::Value::Null,
                 Err(e) => return Err(e),
@@ -770,9 +774,9 @@ impl Sandbox {
         if due == Due::Expire {
             return self.expire(&room.room, room.asleep).await;
         }
-        // A room with a running job stays awake.
+        // A room with a running job stays awake, until it expires.
         let at = match self.follow_jobs(&room.room, now)? {
-            true => Some(now + jobs::CHECK_MS),
+            true => Some((now + jobs::CHECK_MS).min(room.last_used.saturating_add(timing.ttl_ms))),
             false if due == Due::Sleep => match self.sleep(&room.room, room.last_used).await? {
                 Slept::Refused => Some(timing.after_refused_sleep(now, room.last_used)),
                 Slept::Asleep | Slept::Interrupted => None,

@@ -198,27 +198,24 @@ impl<'a> Sandboxd<'a> {
         Ok((response, limit))
     }
 
-    /// Starts a job in a started sandbox; answers when it started, as
-    /// sandboxd says (`startedAt`).
-    pub async fn start_job(&self, name: &str, request: &JobRequest) -> Result<String, ApiError> {
-        let body = serde_json::to_string(request).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let path = Route::Jobs(name).to_string();
-        let body = Some(JsValue::from_str(&body));
-        let info = self
-            .call(Method::Post, &path, body, SANDBOXD_MARGIN_MS)
-            .await?;
-        Ok(json_of(info).await?["startedAt"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned())
-    }
-
-    /// Stops a job (SIGTERM, then SIGKILL after [`STOP_GRACE_MS`]); answers
-    /// sandboxd's `JobInfo` once it ended.
-    pub async fn stop_job(&self, name: &str, id: &str) -> Result<serde_json::Value, ApiError> {
-        let path = Route::Job(name, id).to_string();
+    /// Starts a job (`POST` on [`Route::Jobs`], with its request) or stops
+    /// one (`DELETE` on [`Route::Job`]: SIGTERM, then SIGKILL after
+    /// [`STOP_GRACE_MS`]); answers sandboxd's `JobInfo`, once it started or
+    /// ended.
+    pub async fn job(
+        &self,
+        method: Method,
+        route: Route<'_>,
+        request: Option<&JobRequest>,
+    ) -> Result<serde_json::Value, ApiError> {
+        let body = request.map(|r| {
+            JsValue::from_str(&serde_json::to_string(r).expect("a job request serializes"))
+        });
         let limit = STOP_GRACE_MS + SANDBOXD_MARGIN_MS;
-        json_of(self.call(Method::Delete, &path, None, limit).await?).await
+        let mut info = self.call(method, &route.to_string(), body, limit).await?;
+        info.json()
+            .await
+            .map_err(|e| ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}")))
     }
 
     /// A job's output stream from byte `from` of its output, once sandboxd
@@ -565,13 +562,6 @@ pub enum Saving {
     /// sandboxd would not restore this workspace (too many entries, too
     /// large unpacked, too slow to bring back), so it must not sleep; why.
     Unrestorable(String),
-}
-
-/// sandboxd's answer, read as JSON.
-async fn json_of(mut response: Response) -> Result<serde_json::Value, ApiError> {
-    let unexpected =
-        |e: worker::Error| ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}"));
-    response.json().await.map_err(unexpected)
 }
 
 /// What sandboxd's answer to an archive's download says it holds.

@@ -177,6 +177,25 @@ describe("jobs (SANDBOX_URL)", () => {
     assert.equal((await on.get(started[0])).status, 404);
   });
 
+  test("a room that expires with a running job stops it first", async () => {
+    const ttl = await startWorker({ vars: { SANDBOX_URL: sandboxd.url, ROOM_TTL_SECONDS: "6" } });
+    try {
+      const room = randomUUID();
+      const w = watch(ttl.url, room);
+      await w.opened;
+      assert.equal((await jobs(ttl.api, room).start({ cmd: "sleep 3000" })).status, 201);
+      assert.ok(processesIn(workspace(room)).length > 0);
+      // The Sandbox object's expiry (the DuetAgent's comes too, with the feed's end).
+      await until("the sandbox's expiry", () => events(ttl, room).some((e) => e.event === "expire" && e.object === "Sandbox"), 15_000);
+      assert.deepEqual(processesIn(workspace(room)), [], "the job went first");
+      const closed = await w.until(first("closed"));
+      assert.equal(closed.reason, "expired");
+      assert.deepEqual((await jobs(ttl.api, room).list()).json.jobs, []);
+    } finally {
+      await ttl.stop();
+    }
+  });
+
   // Last: it restarts the suite's sandboxd.
   test("a sandboxd restart loses the room's running job: job_end says so, and nothing of it runs", async () => {
     const room = randomUUID();

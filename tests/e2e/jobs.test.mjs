@@ -106,6 +106,21 @@ describe("jobs (SANDBOX_URL)", () => {
     assert.deepEqual((await on.list()).json.jobs.map((j) => j.state), ["exited"], "its jobs outlive its sleep");
   });
 
+  test("a follower lost with its evicted object is followed again by the alarm, from the byte it got to", async () => {
+    const room = randomUUID();
+    const on = jobs(worker.api, room);
+    const w = watch(worker.url, room);
+    await w.opened;
+    const { job } = (await on.start({ cmd: "for i in $(seq 1 12); do echo tick $i; sleep 1; done" })).json;
+    await w.until((events) => outputOf(events, job.id).includes("tick 3\n"));
+    await worker.evict("Sandbox", `sandbox-${room}`);
+    const ended = await w.until(first("job_end"), 45_000);
+    assert.deepEqual([ended.job.state, ended.job.exitCode], ["exited", 0]);
+    const ticks = Array.from({ length: 12 }, (_, i) => `tick ${i + 1}\n`).join("");
+    assert.equal(outputOf(w.events, job.id), ticks, "every tick once, in order");
+    assert.equal((await on.get(job.id)).json.job.output, ticks);
+  });
+
   test("DELETE stops a job: at once when it obeys SIGTERM, with SIGKILL after 5 s when it ignores it", async () => {
     const room = randomUUID();
     const on = jobs(worker.api, room);

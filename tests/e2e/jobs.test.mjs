@@ -3,9 +3,10 @@
 // room's shell, followed by the Sandbox object onto the live feed and into
 // the room's log. On the SANDBOX_URL path: a job of 40 s whose output
 // watchers see as it prints (across a resume), in a room that does not
-// sleep meanwhile and sleeps after it; stops, with a trap that ignores
-// SIGTERM; the bound of running jobs; the room's DELETE leaving no process;
-// roles in token mode; a sandboxd restart that loses a job. The container
+// sleep meanwhile and sleeps after it; a follower lost with its evicted
+// object; stops, with a trap that ignores SIGTERM; the bound of running
+// jobs; the room's DELETE and its expiry leaving no process; roles in token
+// mode; a sandboxd restart that loses a job. The container
 // path runs one job and a DELETE on the real Docker engine.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";

@@ -12,7 +12,7 @@
 //! exchange mcp           an exchange's rounds; the room as an MCP server
 //! room                   the typed calls between the two objects; the clock
 //! feed                   the live feed: events, the room's log, fan-out
-//! access approvals       roles and tokens; policy, approvals and the audit
+//! access approvals jobs  roles and tokens; policy, approvals, the audit; jobs
 //! ai web                 the model backends and their input; the page
 //! runtime                glue to the Workers runtime
 //! api                    the HTTP contract as data
@@ -23,6 +23,8 @@
 //!   request's token, the room's token generation;
 //! - [`approvals`]: the room's policy, the commands waiting for a writer,
 //!   what the room said of a command, the audit;
+//! - [`jobs`]: the room's jobs, commands that outlive a request: their
+//!   shape, bounds and table;
 //! - [`feed`]: what watchers receive and send, the room's log, fan-out;
 //! - [`room`]: the calls between the two objects and the room's clock;
 //!   `sandbox` knows nothing of `agent` or `exchange`, and `agent` reaches
@@ -58,6 +60,7 @@ pub mod base64url;
 pub mod exchange;
 pub mod feed;
 pub mod front;
+pub mod jobs;
 pub mod mcp;
 pub mod room;
 pub mod runtime;

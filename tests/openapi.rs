@@ -85,6 +85,8 @@ fn every_error() -> Vec<ApiError> {
         ApiError::CleanedUp,
         ApiError::NoKeptArchive,
         ApiError::NoSuchApproval,
+        ApiError::NoSuchJob,
+        ApiError::TooManyJobs,
         ApiError::AlreadyDecided(String::new()),
         ApiError::NotConfigured(String::new()),
         ApiError::NotAWebSocket,
@@ -122,6 +124,8 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::CleanedUp
             | ApiError::NoKeptArchive
             | ApiError::NoSuchApproval
+            | ApiError::NoSuchJob
+            | ApiError::TooManyJobs
             | ApiError::AlreadyDecided(_)
             | ApiError::NotConfigured(_)
             | ApiError::NotAWebSocket
@@ -287,7 +291,7 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             "{method} {path} documents 413"
         );
     }
-    assert_eq!(bodies, 7);
+    assert_eq!(bodies, 8);
     let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
         .as_str()
         .unwrap();
@@ -327,6 +331,10 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             }
             ("GET", "/api/rooms/{roomId}/audit") => room(Action::Audit),
             ("POST", "/api/rooms/{roomId}/mcp") => room(Action::Mcp),
+            ("POST", "/api/rooms/{roomId}/jobs") => room(Action::StartJob),
+            ("GET", "/api/rooms/{roomId}/jobs") => room(Action::Jobs),
+            ("GET", "/api/rooms/{roomId}/jobs/{jobId}") => room(Action::Job { job: 1 }),
+            ("DELETE", "/api/rooms/{roomId}/jobs/{jobId}") => room(Action::StopJob { job: 1 }),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");
@@ -343,6 +351,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
 fn concrete(path: &str) -> String {
     path.replace("{roomId}", "r1")
         .replace("{approvalId}", "1")
+        .replace("{jobId}", "j0000000000000001")
         .replace("{name}", "a.js")
 }
 
@@ -498,6 +507,28 @@ fn policies_decisions_and_the_audit_are_bounded_as_the_code_bounds_them() {
             "info.description mentions {value}"
         );
     }
+}
+
+#[test]
+fn jobs_are_bounded_as_the_code_bounds_them() {
+    let doc = doc();
+    let jobs = &operation(&doc, "listJobs")["responses"]["200"]["content"]["application/json"]
+        ["schema"]["properties"]["jobs"];
+    assert_eq!(
+        jobs["maxItems"],
+        duet_wire::job::MAX_RUNNING_JOBS + ENDED_JOBS_KEPT
+    );
+    let start = operation(&doc, "startJob");
+    let described = start["description"].as_str().unwrap();
+    for bound in [JOB_MAX_SECONDS as usize, duet_wire::job::MAX_RUNNING_JOBS] {
+        assert!(
+            described.contains(&bound.to_string()),
+            "startJob states {bound}"
+        );
+    }
+    assert!(start["responses"].get("429").is_some());
+    let job = &doc["components"]["parameters"]["JobId"]["schema"];
+    assert_eq!(job["pattern"], "^j[0-9a-f]{16}$");
 }
 
 #[test]

@@ -76,6 +76,11 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         AUDIT_ENTRIES,
         AUDIT_CMD_CHARS,
         DELTA_INTERVAL_MS,
+        ENDED_JOBS_KEPT,
+        JOB_OUTPUT_TAIL_BYTES,
+        JOB_LOG_BYTES,
+        JOB_LOG_EVENTS,
+        JOB_MAX_SECONDS,
         MAX_STREAM_BYTES,
     ]
 }

@@ -21,14 +21,22 @@ pub fn needed(action: Action) -> RoomRole {
     match action {
         // An MCP client connects as a watcher; each tool then needs its
         // own role (`mcp::tools`).
-        Action::History | Action::Live | Action::Policy | Action::Approvals | Action::Mcp => {
-            RoomRole::Watcher
-        }
+        // A job's output is on the feed, which watchers see.
+        Action::History
+        | Action::Live
+        | Action::Policy
+        | Action::Approvals
+        | Action::Mcp
+        | Action::Jobs
+        | Action::Job { .. } => RoomRole::Watcher,
         // The kept archive is the room's files, which a watcher never sees
         // but a writer can read with any command.
-        Action::SendMessage | Action::Exec | Action::KeptArchive | Action::Decide { .. } => {
-            RoomRole::Writer
-        }
+        Action::SendMessage
+        | Action::Exec
+        | Action::KeptArchive
+        | Action::Decide { .. }
+        | Action::StartJob
+        | Action::StopJob { .. } => RoomRole::Writer,
         // The audit names who did what, over the room's whole life.
         Action::Cleanup | Action::Invite | Action::Revoke | Action::SetPolicy | Action::Audit => {
             RoomRole::Owner

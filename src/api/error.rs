@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::limits::MAX_BODY_BYTES;
+use duet_wire::job::MAX_RUNNING_JOBS;
+
+use super::limits::{ENDED_JOBS_KEPT, MAX_BODY_BYTES};
 use super::role::RoomRole;
 
 /// Per-field validation messages, as sent in `details`.
@@ -20,6 +22,8 @@ POST /api/rooms/{roomId}/invites, DELETE /api/rooms/{roomId}/invites, \
 GET /api/rooms/{roomId}/policy, PUT /api/rooms/{roomId}/policy, \
 GET /api/rooms/{roomId}/approvals, POST /api/rooms/{roomId}/approvals/{approvalId}, \
 GET /api/rooms/{roomId}/audit, POST /api/rooms/{roomId}/mcp, \
+POST /api/rooms/{roomId}/jobs, GET /api/rooms/{roomId}/jobs, \
+GET /api/rooms/{roomId}/jobs/{jobId}, DELETE /api/rooms/{roomId}/jobs/{jobId}, \
 GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
 GET /assets/{name}, HEAD /assets/{name}";
 
@@ -72,6 +76,10 @@ pub enum ApiError {
     NoKeptArchive,
     #[error("no such approval in this room (it may have been forgotten with the room)")]
     NoSuchApproval,
+    #[error("no such job in this room (the room keeps its running jobs and the newest {ENDED_JOBS_KEPT} ended)")]
+    NoSuchJob,
+    #[error("this room runs {MAX_RUNNING_JOBS} jobs, the most it may at once: stop one or wait for one to end")]
+    TooManyJobs,
     #[error("this command was already {0}")]
     AlreadyDecided(String),
     #[error("the room was cleaned up while this request was in flight; nothing of it was kept")]
@@ -129,13 +137,14 @@ impl ApiError {
             | Self::NoSubprotocol => 400,
             Self::Unauthorized | Self::TokenExpired | Self::TokenRevoked | Self::OtherRoom => 401,
             Self::CrossSite(_) | Self::Forbidden { .. } => 403,
-            Self::NotFound | Self::NoKeptArchive | Self::NoSuchApproval => 404,
+            Self::NotFound | Self::NoKeptArchive | Self::NoSuchApproval | Self::NoSuchJob => 404,
             Self::MethodNotAllowed(_) => 405,
             Self::CleanedUp | Self::OpenAccess | Self::AlreadyDecided(_) => 409,
             Self::MisdirectedHost { .. } => 421,
             Self::NotAWebSocket => 426,
             Self::PayloadTooLarge => 413,
             Self::NotJson => 415,
+            Self::TooManyJobs => 429,
             Self::Internal(_) => 500,
             Self::AiFailed(_) | Self::SandboxFailed(_) => 502,
             Self::AiUnavailable(_)
@@ -223,6 +232,9 @@ mod tests {
         );
         assert_eq!(ApiError::NotJson.status(), 415);
         assert_eq!(ApiError::NoSuchApproval.status(), 404);
+        assert_eq!(ApiError::NoSuchJob.status(), 404);
+        assert_eq!(ApiError::TooManyJobs.status(), 429);
+        assert!(ApiError::TooManyJobs.to_string().contains('8'));
         assert_eq!(
             ApiError::AlreadyDecided("approved by ana".into()).status(),
             409

@@ -117,3 +117,14 @@ pub const MCP_APPROVAL_WAIT_MS: u64 = 30_000;
 /// errors to try again), and messages one 2025-03-26 batch may hold: the
 /// shell is one, and each call may hold it for a command's 25 s.
 pub const MAX_MCP_CALLS: usize = 8;
+/// Ended jobs a room keeps (the newest started); older ones are forgotten.
+pub const ENDED_JOBS_KEPT: usize = 20;
+/// The newest output of a job that `GET …/jobs/{jobId}` shows.
+pub const JOB_OUTPUT_TAIL_BYTES: usize = 64 * 1024;
+/// What the room's log keeps of one job's output: its newest `job_output`
+/// events, this many bytes and [`JOB_LOG_EVENTS`] events at most, so that
+/// the room's eight jobs together hold at most about half the log.
+pub const JOB_LOG_BYTES: u64 = 64 * 1024;
+pub const JOB_LOG_EVENTS: u64 = 128;
+/// Default `JOB_MAX_SECONDS`: a job's longest life, then sandboxd stops it.
+pub const JOB_MAX_SECONDS: u64 = 6 * 3600;

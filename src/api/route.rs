@@ -33,6 +33,16 @@ pub enum Action {
     Audit,
     /// The room as an MCP server (`mcp`): JSON-RPC messages, POSTed.
     Mcp,
+    /// A room's jobs (`jobs`): start one, list them, tell of one, stop one.
+    /// A job is named by the number of its id ([`job_id`]).
+    StartJob,
+    Jobs,
+    Job {
+        job: u64,
+    },
+    StopJob {
+        job: u64,
+    },
 }
 
 /// The web page's parts.
@@ -63,6 +73,7 @@ impl Action {
                 | Self::SetPolicy
                 | Self::Decide { .. }
                 | Self::Mcp
+                | Self::StartJob
         )
     }
 
@@ -81,6 +92,8 @@ impl Action {
                 | Self::SetPolicy
                 | Self::Decide { .. }
                 | Self::Mcp
+                | Self::StartJob
+                | Self::StopJob { .. }
         )
     }
 
@@ -101,6 +114,10 @@ impl Action {
             Self::Decide { .. } => "decide",
             Self::Audit => "audit",
             Self::Mcp => "mcp",
+            Self::StartJob => "start-job",
+            Self::Jobs => "jobs",
+            Self::Job { .. } => "job",
+            Self::StopJob { .. } => "stop-job",
         }
     }
 }
@@ -179,14 +196,22 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         // Stateless: no event stream to GET, no session to DELETE.
         ("mcp", "POST") => Action::Mcp,
         ("mcp", _) => return Err(ApiError::MethodNotAllowed("POST")),
-        (tail, method) => match tail.strip_prefix("approvals/") {
-            Some(id) => {
-                allow(method, &["POST"], "POST")?;
-                Action::Decide {
-                    approval: approval_id(id)?,
-                }
-            }
-            None => return Err(ApiError::NotFound),
+        ("jobs", "POST") => Action::StartJob,
+        ("jobs", "GET") => Action::Jobs,
+        ("jobs", _) => return Err(ApiError::MethodNotAllowed("GET, POST")),
+        (tail, method) => match (tail.split_once('/'), method) {
+            (Some(("approvals", id)), "POST") => Action::Decide {
+                approval: approval_id(id)?,
+            },
+            (Some(("approvals", _)), _) => return Err(ApiError::MethodNotAllowed("POST")),
+            (Some(("jobs", id)), "GET") => Action::Job {
+                job: job_number(id)?,
+            },
+            (Some(("jobs", id)), "DELETE") => Action::StopJob {
+                job: job_number(id)?,
+            },
+            (Some(("jobs", _)), _) => return Err(ApiError::MethodNotAllowed("GET, DELETE")),
+            _ => return Err(ApiError::NotFound),
         },
     };
     Ok(Route::Room {
@@ -221,6 +246,21 @@ fn approval_id(segment: &str) -> Result<u64, ApiError> {
         Ok(id) if digits && id > 0 => Ok(id),
         _ => Err(ApiError::NoSuchApproval),
     }
+}
+
+/// A job's id, as the API and sandboxd name it: `j` and 16 hex digits.
+pub fn job_id(job: u64) -> String {
+    format!("j{job:016x}")
+}
+
+/// The number of a job's id from its path segment; a segment that is not
+/// one names no job.
+fn job_number(segment: &str) -> Result<u64, ApiError> {
+    let hex = segment.strip_prefix('j').unwrap_or_default();
+    u64::from_str_radix(hex, 16)
+        .ok()
+        .filter(|&job| job_id(job) == segment)
+        .ok_or(ApiError::NoSuchJob)
 }
 
 /// Decodes and checks a room id from its path segment.
@@ -344,6 +384,14 @@ mod tests {
             ("POST", "approvals/17", Action::Decide { approval: 17 }),
             ("GET", "audit", Action::Audit),
             ("POST", "mcp", Action::Mcp),
+            ("POST", "jobs", Action::StartJob),
+            ("GET", "jobs", Action::Jobs),
+            ("GET", "jobs/j00000000000000ff", Action::Job { job: 255 }),
+            (
+                "DELETE",
+                "jobs/j00000000000000ff",
+                Action::StopJob { job: 255 },
+            ),
         ] {
             assert_eq!(
                 room(method, &format!("/api/rooms/{id}/{tail}")),
@@ -366,6 +414,29 @@ mod tests {
             assert!(matches!(e, ApiError::NoSuchApproval), "{tail}");
         }
         assert_eq!(status("GET", "/api/rooms/r/approvals/1"), 405);
+    }
+
+    #[test]
+    fn a_job_id_is_j_and_16_lowercase_hex_digits() {
+        assert_eq!(job_id(255), "j00000000000000ff");
+        assert_eq!(job_number(&job_id(u64::MAX)).ok(), Some(u64::MAX));
+        for bad in [
+            "",
+            "j",
+            "jff",
+            "J00000000000000ff",
+            "j00000000000000FF",
+            "j+0000000000000ff",
+            "j00000000000000ff0",
+            "k00000000000000ff",
+        ] {
+            assert!(matches!(job_number(bad), Err(ApiError::NoSuchJob)), "{bad}");
+        }
+        assert_eq!(status("GET", "/api/rooms/r/jobs/x"), 404);
+        assert_eq!(
+            status("GET", "/api/rooms/r/jobs/j00000000000000ff/output"),
+            404
+        );
     }
 
     #[test]
@@ -457,6 +528,8 @@ mod tests {
             ("DELETE", "/api/rooms/r/audit", "GET"),
             ("GET", "/api/rooms/r/mcp", "POST"),
             ("DELETE", "/api/rooms/r/mcp", "POST"),
+            ("DELETE", "/api/rooms/r/jobs", "GET, POST"),
+            ("POST", "/api/rooms/r/jobs/j00000000000000ff", "GET, DELETE"),
         ];
         for (method, path, allowed) in cases {
             let e = parse(method, path).unwrap_err();

@@ -151,6 +151,36 @@ pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
     }
 }
 
+/// A job to start, as `POST …/jobs` asks it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NewJob {
+    pub cmd: String,
+    /// A label for people, as a `userId` is written.
+    pub name: Option<String>,
+    pub user_id: Option<String>,
+}
+
+/// `{"cmd": string, "name"?: string, "userId"?: string}`; `cmd` as an
+/// exec's, `name` as a `userId`.
+pub fn job_request(body: &[u8]) -> Result<NewJob, ApiError> {
+    let object = json_object(body)?;
+    let mut errors = FieldErrors::new();
+    let cmd = required_string(&object, "cmd", &mut errors);
+    if let Some(Err(why)) = cmd.map(command) {
+        errors.entry("cmd").or_default().push(why);
+    }
+    let name = optional_name(&object, "name", &mut errors);
+    let user_id = optional_name(&object, "userId", &mut errors);
+    match cmd {
+        Some(cmd) if errors.is_empty() => Ok(NewJob {
+            cmd: cmd.to_owned(),
+            name,
+            user_id,
+        }),
+        _ => Err(ApiError::Invalid(errors)),
+    }
+}
+
 /// The command and time limit of `run_command`'s arguments, `{command,
 /// timeoutMs?}`, whether the room's model or an MCP client called it; or
 /// why they are not that (said to the caller, who can correct it).
@@ -371,6 +401,29 @@ pub mod tests {
         assert_eq!(shown_name(" \u{1b}[31mana ").as_deref(), Some("ana"));
         assert_eq!(shown_name(" \u{1b}[2J "), None);
         assert_eq!(shown_name(&"é".repeat(200)).unwrap().chars().count(), 128);
+    }
+
+    #[test]
+    fn job_requests() {
+        let job =
+            job_request(br#"{"cmd": "sleep 1", "name": " \u001b[1mbuild ", "userId": "ana"}"#);
+        assert_eq!(
+            job.unwrap(),
+            NewJob {
+                cmd: "sleep 1".into(),
+                name: Some("build".into()),
+                user_id: Some("ana".into()),
+            }
+        );
+        assert_eq!(job_request(br#"{"cmd": "x"}"#).unwrap().name, None);
+        let d = details(job_request(br#"{"cmd": " ", "name": 5}"#).unwrap_err());
+        assert_eq!(d["cmd"][0], "must not be empty");
+        assert_eq!(d["name"][0], "must be a string");
+        assert_eq!(
+            details(job_request(b"{}").unwrap_err())["cmd"][0],
+            "is required"
+        );
+        assert!(matches!(job_request(b"[]"), Err(ApiError::NotAnObject)));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! in a URL, where logs would keep it.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::api::role::RoomRole;
 use crate::api::shapes::{Approval, Message, Source};
@@ -111,6 +112,14 @@ pub enum Event<'a> {
         truncated: bool,
         timed_out: bool,
     },
+    /// A job started (`jobs`): the job as `GET …/jobs/{jobId}` shows it,
+    /// without its output.
+    Job { job: &'a RawValue },
+    /// A piece of a job's output, stdout and stderr as printed (at most
+    /// 16 KiB of text, as sandboxd cut it).
+    JobOutput { id: &'a str, data: &'a str },
+    /// A job ended: the job, with its state, exit code and end.
+    JobEnd { job: &'a RawValue },
     /// A command of the agent's waits for a writer's decision.
     Approval { approval: &'a Approval },
     /// A waiting command was approved, denied, or expired.
@@ -136,6 +145,9 @@ impl Event<'_> {
             Self::Command { .. } => "command",
             Self::Output { .. } => "output",
             Self::CommandEnd { .. } => "command_end",
+            Self::Job { .. } => "job",
+            Self::JobOutput { .. } => "job_output",
+            Self::JobEnd { .. } => "job_end",
             Self::Approval { .. } => "approval",
             Self::Decided { .. } => "decided",
             Self::Policy { .. } => "policy",
@@ -183,6 +195,11 @@ impl Written {
             json: json.to_owned(),
         })
     }
+}
+
+/// What every `job_output` event of job `id` begins with, as written.
+pub fn job_output_prefix(id: &str) -> String {
+    format!(r#"{{"type":"job_output","id":"{id}","#)
 }
 
 /// An event numbered for the watchers: its `seq`, and the text a socket
@@ -372,6 +389,28 @@ mod tests {
                 .json
                 .starts_with(&format!(r#"{{"type":"{}""#, written.kind)));
         }
+        let job = RawValue::from_string(r#"{"id":"j1"}"#.into()).unwrap();
+        for event in [
+            Event::Job { job: &job },
+            Event::JobOutput {
+                id: "j1",
+                data: "1\n",
+            },
+            Event::JobEnd { job: &job },
+        ] {
+            let written = event.written();
+            assert!(written
+                .json
+                .starts_with(&format!(r#"{{"type":"{}","#, written.kind)));
+        }
+        let output = Event::JobOutput {
+            id: "j1",
+            data: "x",
+        }
+        .written()
+        .json;
+        assert!(output.starts_with(&job_output_prefix("j1")), "{output}");
+        assert!(!output.starts_with(&job_output_prefix("j")));
         let gap = Event::Gap { since: 9 }.written().json;
         assert_eq!(frame(&gap, 20).text, r#"{"seq":20,"type":"gap","since":9}"#);
         assert_eq!(frame(&gap, 20).seq, 20);

@@ -50,7 +50,8 @@ use super::event::{Frame, Written};
 use super::log::{FeedLog, Resume};
 use crate::access::token::Claims;
 use crate::api::limits::{
-    FEED_LOG_EVENTS, HEARTBEAT_MS, MAX_UNACKED_EVENTS, MAX_WATCHERS, MAX_WATCHER_FRAME_BYTES,
+    FEED_LOG_EVENTS, HEARTBEAT_MS, JOB_LOG_BYTES, JOB_LOG_EVENTS, MAX_UNACKED_EVENTS, MAX_WATCHERS,
+    MAX_WATCHER_FRAME_BYTES,
 };
 use crate::api::role::RoomRole;
 use crate::api::shapes::Message;
@@ -602,6 +603,24 @@ impl Feed {
             timed_out: ended.timed_out,
         };
         self.publish(state, &end.written())
+    }
+
+    /// Tells the watchers a piece of a job's output; with `bound`, the log
+    /// then forgets what it keeps of the job beyond its newest output
+    /// (`JOB_LOG_BYTES`).
+    pub fn job_output(
+        &self,
+        state: &State,
+        id: &str,
+        data: &str,
+        bound: bool,
+    ) -> Result<(), ApiError> {
+        self.publish(state, &Event::JobOutput { id, data }.written())?;
+        if bound {
+            let prefix = event::job_output_prefix(id);
+            self.log.bound(&prefix, JOB_LOG_BYTES, JOB_LOG_EVENTS)?;
+        }
+        Ok(())
     }
 
     /// Tells every watcher the room was deleted or expired, closes its

@@ -8,15 +8,19 @@
 //!
 //! Numbers come from SQLite's `AUTOINCREMENT`, so they never repeat, not
 //! even after the room is deleted and its log forgotten: a number from
-//! before cannot be mistaken for one of the new log. They have no holes:
-//! rows go only from the oldest end.
+//! before cannot be mistaken for one of the new log. Rows go from the
+//! oldest end, and a job's oldest output beyond its own bound
+//! ([`FeedLog::bound`]): a resume is complete only when every number after
+//! its own is still there.
 //!
 //! The log is bounded by [`FEED_LOG_EVENTS`] events and [`FEED_LOG_BYTES`] bytes,
 //! whichever comes first; the oldest go. An output event carries at most
 //! 16 KiB (`OUTPUT_EVENT_BYTES`), so the bytes hold the terminal's recent
 //! past ([`RECENT_TERMINAL_BYTES`]) sixteen times over, and the events
 //! several long exchanges' deltas (one each 100 ms while the model writes).
-//! A resume replays at most that much.
+//! A resume replays at most that much. A job's output is bounded on its
+//! own too ([`FeedLog::bound`], `JOB_LOG_BYTES`), so the room's jobs
+//! together hold at most about half the log.
 
 use std::cell::Cell;
 
@@ -110,9 +114,7 @@ impl FeedLog {
             return Ok(Resume::Gap);
         }
         let frames = self.frames("seq > ?", vec![int(since)])?;
-        // Without holes, the first kept must be the first missed.
-        let complete = since == last || frames.first().is_some_and(|frame| frame.seq == since + 1);
-        Ok(match complete {
+        Ok(match frames.len() as u64 == last - since {
             true => Resume::Missed(frames),
             false => Resume::Gap,
         })
@@ -126,7 +128,7 @@ impl FeedLog {
     pub fn recent(&self, upto: u64) -> worker::Result<Vec<Frame>> {
         let rows = self.sql.exec(
             "SELECT seq, kind, event FROM feed_log
-             WHERE seq <= ? AND (kind IN ('command', 'output', 'command_end')
+             WHERE seq <= ? AND (kind IN ('command', 'output', 'command_end', 'job', 'job_output', 'job_end')
                 OR kind = 'delta' AND seq > (SELECT COALESCE(MAX(seq), 0) FROM feed_log
                     WHERE kind IN ('message', 'failed') AND seq <= ?))
              ORDER BY seq DESC",
@@ -163,6 +165,26 @@ impl FeedLog {
             });
         }
         Ok(recent.into_iter().rev().map(|(_, frame)| frame).collect())
+    }
+
+    /// Forgets the oldest of the events that begin with `prefix` (one job's
+    /// output) beyond the newest `bytes` bytes and `events` events of them.
+    pub fn bound(&self, prefix: &str, bytes: u64, events: u64) -> worker::Result<()> {
+        self.sql.exec(
+            "DELETE FROM feed_log WHERE seq IN (SELECT seq FROM (SELECT seq,
+                SUM(length(CAST(event AS BLOB))) OVER w AS b, COUNT(*) OVER w AS n
+                FROM feed_log WHERE substr(event, 1, ?) = ? WINDOW w AS (ORDER BY seq DESC))
+             WHERE b > ? OR n > ?)",
+            vec![
+                int(prefix.len() as u64),
+                prefix.into(),
+                int(bytes),
+                int(events),
+            ],
+        )?;
+        // Counted again when next needed.
+        self.tally.set(None);
+        Ok(())
     }
 
     /// The room is gone: so is its log (its numbers go on).

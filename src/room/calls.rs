@@ -133,6 +133,12 @@ fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
 pub enum ToSandbox {
     /// A command, from `POST …/sandbox/exec`, the agent or an MCP client.
     Exec(Source),
+    /// A job to start, from `POST …/jobs` (the agent's and MCP's tools
+    /// would come as calls with their own source).
+    StartJob(Source),
+    Jobs,
+    Job(u64),
+    StopJob(u64),
     KeptArchive,
     Audit,
     /// A command the DuetAgent refused, for the audit.
@@ -176,6 +182,10 @@ fn served(asked: Asked) -> Served {
             Action::KeptArchive => Sandbox(ToSandbox::KeptArchive),
             Action::Live => Sandbox(ToSandbox::Live),
             Action::Audit => Sandbox(ToSandbox::Audit),
+            Action::StartJob => Sandbox(ToSandbox::StartJob(Source::Exec)),
+            Action::Jobs => Sandbox(ToSandbox::Jobs),
+            Action::Job { job } => Sandbox(ToSandbox::Job(job)),
+            Action::StopJob { job } => Sandbox(ToSandbox::StopJob(job)),
             Action::SendMessage => Agent(ToAgent::SendMessage),
             Action::History => Agent(ToAgent::History),
             Action::Cleanup => Agent(ToAgent::Cleanup),

@@ -5,6 +5,7 @@
 //! `room::calls`.
 
 mod deadline;
+mod follow;
 mod object;
 mod sandboxd;
 mod saved;

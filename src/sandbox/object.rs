@@ -24,7 +24,11 @@
 //!   …/sandbox/archive`). What sleep could not keep (sockets, devices) is
 //!   named on the first command's stderr after the wake;
 //! - after `ROOM_TTL_SECONDS` without a command the room expires: sandbox
-//!   and archive are deleted.
+//!   and archive are deleted;
+//! - a room with a running job does not sleep: the alarm comes every
+//!   `jobs::CHECK_MS` while one runs, and follows again the jobs whose
+//!   followers were lost (`follow`); a job's end counts as a use, from
+//!   which the idle time runs again.
 //!
 //! A sleep and a command never overlap: a command that arrives while the
 //! workspace is being saved waits for it, and a sleep that sees a command
@@ -45,24 +49,26 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
-use duet_wire::ExecRequest;
+use duet_wire::job::{JobRequest, JobState};
+use duet_wire::{ExecRequest, Route};
 use serde_json::value::RawValue;
 use worker::js_sys::ArrayBuffer;
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::wasm_bindgen_futures::spawn_local;
 use worker::worker_sys::DurableObjectState;
-use worker::{web_sys, Delay, Env, Response, State, WebSocket};
+use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
 
 use super::deadline::{command_limit, exec_deadline, restore_limit};
+use super::follow::Follower;
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
 use crate::access::generation::Generation;
 use crate::access::request;
 use crate::access::roles::{self, Mode};
 use crate::access::token::Claims;
-use crate::api::limits::SANDBOX_ARCHIVE_MAX_BYTES;
+use crate::api::limits::{JOB_MAX_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::role::RoomRole;
-use crate::api::route::{self, Action};
+use crate::api::route::{self, job_id, Action};
 use crate::api::shapes::Source;
 use crate::api::shapes::{
     exec_end, exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse,
@@ -70,13 +76,14 @@ use crate::api::shapes::{
 use crate::api::{validate, ApiError};
 use crate::approvals::audit::Consent;
 use crate::approvals::audit::{self, Audit};
-use crate::feed::event::{self, CloseReason, Written};
+use crate::feed::event::{self, CloseReason, Event, Written};
 use crate::feed::fanout::{Feed, Joining};
+use crate::jobs::{self, Job, Jobs};
 use crate::room::calls::AgentObject;
 use crate::room::calls::{self, Served, ToSandbox};
 use crate::room::clock::{Due, RoomClock, Timing};
 use crate::runtime::log::{self, ObjectFailure};
-use crate::runtime::{body, clock, config, respond};
+use crate::runtime::{body, clock, config, random, respond};
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
@@ -84,6 +91,8 @@ const SAVE_MS: u64 = 60_000;
 const POLL_MS: u64 = 20;
 /// When to try a failed sleep again.
 const RETRY_MS: u64 = 60_000;
+/// How long a stop waits for the job's follower to tell its end.
+const STOP_WAIT_MS: u64 = 2_000;
 
 #[wasm_bindgen]
 pub struct Sandbox {
@@ -99,7 +108,8 @@ pub struct Sandbox {
     /// A sleep is saving the workspace or stopping the sandbox.
     sleeping: Cell<bool>,
     wake: Rc<Wake>,
-    feed: Feed,
+    feed: Rc<Feed>,
+    jobs: Rc<Jobs>,
     generation: Generation,
     audit: Audit,
 }
@@ -139,7 +149,9 @@ impl Sandbox {
         let audit = Audit::open(state.storage().sql()).expect("the audit table can be created");
         let feed =
             Feed::open(&state, state.storage().sql(), &env).expect("the feed log can be created");
+        let jobs = Jobs::open(state.storage().sql()).expect("the jobs table can be created");
         Self {
+            jobs: Rc::new(jobs),
             generation,
             audit,
             state,
@@ -150,7 +162,7 @@ impl Sandbox {
             clock: RoomClock::default(),
             sleeping: Cell::new(false),
             wake: Rc::default(),
-            feed,
+            feed: Rc::new(feed),
             env,
         }
     }
@@ -241,6 +253,13 @@ impl Sandbox {
         let (room, claims) = (&asked.room, claims.as_ref());
         match what {
             ToSandbox::Exec(source) => self.run(req, room, source, claims, arrived, epoch).await,
+            ToSandbox::StartJob(source) => {
+                self.start_job(req, room, source, claims, arrived, epoch)
+                    .await
+            }
+            ToSandbox::Jobs => Ok(respond::json_text(200, self.jobs.list()?)?),
+            ToSandbox::Job(job) => self.job(job),
+            ToSandbox::StopJob(job) => self.stop_job(room, job).await,
             ToSandbox::KeptArchive => self.kept_archive(room),
             ToSandbox::Audit => self.audit_entries(),
             ToSandbox::RecordRefused => self.record_refused(req).await,
@@ -392,6 +411,8 @@ impl Sandbox {
         self.feed.close(&self.state, CloseReason::Deleted)?;
         self.generation.set(None)?;
         self.clock.forget();
+        // The sandbox's jobs are stopped with it (sandboxd's, or the container).
+        self.jobs.forget()?;
         self.sandboxd()?.destroy(&sandbox_name(room)).await?;
         self.saved.forget()?;
         self.audit.forget()?;
@@ -477,28 +498,10 @@ impl Sandbox {
         feed_id: Option<&str>,
     ) -> Result<Box<serde_json::value::RawValue>, ApiError> {
         let sandboxd = self.sandboxd()?;
-        let asleep = self.asleep()? || self.sleeping.get() || self.wake.running.get();
-        let cold = asleep || sandboxd.is_cold();
-        let deadline = exec_deadline(arrived, request.timeout_ms, cold);
+        let (deadline, cold) = self
+            .ready(&sandboxd, room, name, arrived, request.timeout_ms)
+            .await?;
         let late = || ApiError::SandboxTimeout(deadline - arrived);
-        self.wait_while(&self.sleeping, deadline)
-            .await
-            .ok_or_else(late)?;
-        sandboxd.start(deadline).await?;
-        if self.asleep()? {
-            if !self.wake.running.get() {
-                self.begin_wake(room, name);
-            }
-            let wait_ms = config::number(&self.env, "SANDBOX_WAKE_WAIT_MS", u64::MAX, u64::MAX);
-            let until = deadline.min(arrived.saturating_add(wait_ms));
-            let waited = self.wait_while(&self.wake.running, until).await;
-            if waited.is_none() || self.asleep()? {
-                let why = self.wake.failed.borrow().clone();
-                return Err(ApiError::Waking(
-                    why.unwrap_or_else(|| "still restoring".into()),
-                ));
-            }
-        }
         let note = self.wake.note.take();
         // A warm command keeps its own limit; a cold one gets what the start left.
         let timeout_ms = match cold {
@@ -531,6 +534,164 @@ impl Sandbox {
         match note {
             None => Ok(result),
             Some(note) => with_note(&result, &note),
+        }
+    }
+
+    /// Readies the sandbox for what arrived at `arrived` with a time limit
+    /// of `timeout_ms`: waits out a sleep, starts the container, wakes a
+    /// sleeping room. Answers by when it must be answered (see `deadline`),
+    /// and whether the sandbox was cold.
+    async fn ready(
+        &self,
+        sandboxd: &Sandboxd<'_>,
+        room: &str,
+        name: &str,
+        arrived: u64,
+        timeout_ms: u64,
+    ) -> Result<(u64, bool), ApiError> {
+        let asleep = self.asleep()? || self.sleeping.get() || self.wake.running.get();
+        let cold = asleep || sandboxd.is_cold();
+        let deadline = exec_deadline(arrived, timeout_ms, cold);
+        self.wait_while(&self.sleeping, deadline)
+            .await
+            .ok_or(ApiError::SandboxTimeout(deadline - arrived))?;
+        sandboxd.start(deadline).await?;
+        if self.asleep()? {
+            if !self.wake.running.get() {
+                self.begin_wake(room, name);
+            }
+            let wait_ms = config::number(&self.env, "SANDBOX_WAKE_WAIT_MS", u64::MAX, u64::MAX);
+            let until = deadline.min(arrived.saturating_add(wait_ms));
+            let waited = self.wait_while(&self.wake.running, until).await;
+            if waited.is_none() || self.asleep()? {
+                let why = self.wake.failed.borrow().clone();
+                return Err(ApiError::Waking(
+                    why.unwrap_or_else(|| "still restoring".into()),
+                ));
+            }
+        }
+        Ok((deadline, cold))
+    }
+
+    /// Starts a job of `source` (`POST …/jobs`, for now) and follows it;
+    /// answers it at once, as started.
+    async fn start_job(
+        &self,
+        req: web_sys::Request,
+        room: &str,
+        source: Source,
+        claims: Option<&Claims>,
+        arrived: u64,
+        epoch: u64,
+    ) -> Result<Response, ApiError> {
+        let asked = validate::job_request(&body::read(req).await?)?;
+        jobs::admit(self.jobs.running()?.len())?;
+        let started_by = roles::named(claims, asked.user_id);
+        self.touch(room, arrived).await?;
+        let name = sandbox_name(room);
+        let sandboxd = self.sandboxd()?;
+        self.ready(&sandboxd, room, &name, arrived, 0).await?;
+        // Nothing awaits between this check and the job being sent.
+        self.clock.still_current(epoch)?;
+        let max_ms = config::seconds_as_ms(&self.env, "JOB_MAX_SECONDS", JOB_MAX_SECONDS);
+        let request = JobRequest {
+            id: random::id('j'),
+            cmd: asked.cmd,
+            max_ms,
+        };
+        let jobs = Route::Jobs(&name);
+        let info = sandboxd.job(Method::Post, jobs, Some(&request)).await?;
+        let job = Job {
+            id: &request.id,
+            cmd: &request.cmd,
+            name: asked.name.as_deref(),
+            state: JobState::Running,
+            exit_code: None,
+            started_at: info["startedAt"].as_str().unwrap_or_default(),
+            ended_at: None,
+            started_by: started_by.as_deref(),
+            source,
+        };
+        let now = clock::now_ms();
+        let job = self.jobs.add(&job, jobs::lost_at(now, max_ms))?;
+        let job = RawValue::from_string(job).map_err(|e| ApiError::Internal(e.to_string()))?;
+        self.feed
+            .publish(&self.state, &Event::Job { job: &job }.written())?;
+        let entry = audit::entry(
+            arrived,
+            &request.cmd,
+            source,
+            started_by,
+            AuditOutcome::Ran,
+            Consent::default(),
+        );
+        self.audit.record(&entry)?;
+        self.follower().attach(room, &request.id);
+        // The alarm that keeps the room awake while it runs, unless one is due sooner.
+        let at = (now + jobs::CHECK_MS).min(self.timing.next_alarm(arrived, false));
+        self.clock.alarm_at(&self.state.storage(), at).await?;
+        Ok(respond::json_text(
+            201,
+            format!("{{\"job\":{}}}", job.get()),
+        )?)
+    }
+
+    /// `GET …/jobs/{jobId}`: the job, with the newest of its output.
+    fn job(&self, job: u64) -> Result<Response, ApiError> {
+        let job = self.jobs.get(&job_id(job))?.ok_or(ApiError::NoSuchJob)?;
+        Ok(respond::json_text(200, format!("{{\"job\":{job}}}"))?)
+    }
+
+    /// Stops a running job and answers it once it ended (as `GET` does);
+    /// an ended one is answered as it is.
+    async fn stop_job(&self, room: &str, job: u64) -> Result<Response, ApiError> {
+        let id = job_id(job);
+        if self.jobs.resume(&id)?.is_some() {
+            let name = sandbox_name(room);
+            let stop = Route::Job(&name, &id);
+            let info = match self.sandboxd()?.job(Method::Delete, stop, None).await {
+                Ok(info) => info,
+                Err(ApiError::NoSuchJob) => serde_json::Value::Null,
+                Err(e) => return Err(e),
+            };
+            // Its follower here ends it after the last of its output.
+            let until = clock::now_ms() + STOP_WAIT_MS;
+            while self.jobs.followed(&id) && clock::now_ms() < until {
+                Delay::from(Duration::from_millis(POLL_MS)).await;
+            }
+            self.follower().end(&self.state, room, &id, &info)?;
+        }
+        self.job(job)
+    }
+
+    /// Follows again each running job this instance does not follow, and
+    /// ends as lost those past their longest life; answers whether any
+    /// still runs.
+    fn follow_jobs(&self, room: &str, now: u64) -> Result<bool, ApiError> {
+        let mut running = false;
+        for (id, lost_at) in self.jobs.running()? {
+            match now < lost_at {
+                true => self.follower().attach(room, &id),
+                false => {
+                    let lost = serde_json::Value::Null;
+                    self.follower().end(&self.state, room, &id, &lost)?
+                }
+            }
+            running |= now < lost_at;
+        }
+        Ok(running)
+    }
+
+    /// What a job's follower needs, its own handles on it.
+    fn follower(&self) -> Follower {
+        Follower {
+            raw: self.raw.clone().unchecked_into(),
+            env: self.env.clone(),
+            container: Rc::clone(&self.container),
+            saved: Rc::clone(&self.saved),
+            feed: Rc::clone(&self.feed),
+            jobs: Rc::clone(&self.jobs),
+            idle_ms: self.timing.idle_ms,
         }
     }
 
@@ -609,13 +770,18 @@ impl Sandbox {
         };
         let timing = self.timing;
         let now = clock::now_ms();
-        let at = match timing.due(now, room.last_used, room.asleep) {
-            Due::Expire => return self.expire(&room.room, room.asleep).await,
-            Due::Sleep => match self.sleep(&room.room, room.last_used).await? {
+        let due = timing.due(now, room.last_used, room.asleep);
+        if due == Due::Expire {
+            return self.expire(&room.room, room.asleep).await;
+        }
+        // A room with a running job stays awake, until it expires.
+        let at = match self.follow_jobs(&room.room, now)? {
+            true => Some((now + jobs::CHECK_MS).min(room.last_used.saturating_add(timing.ttl_ms))),
+            false if due == Due::Sleep => match self.sleep(&room.room, room.last_used).await? {
                 Slept::Refused => Some(timing.after_refused_sleep(now, room.last_used)),
                 Slept::Asleep | Slept::Interrupted => None,
             },
-            Due::Nothing => None,
+            false => None,
         };
         let Some(room) = self.saved.state()? else {
             return Ok(());
@@ -684,6 +850,7 @@ impl Sandbox {
         let started = clock::now_ms();
         self.feed.close(&self.state, CloseReason::Expired)?;
         self.clock.forget();
+        self.jobs.forget()?;
         if !asleep {
             self.sandboxd()?.destroy(&sandbox_name(room)).await?;
         }

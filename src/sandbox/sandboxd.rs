@@ -11,7 +11,11 @@
 //!   when a restore would refuse it);
 //! - `PUT /v1/sandboxes/{name}/archive?timeoutMs=N` replaces the workspace
 //!   with one, or leaves it as it was when the archive is refused or the
-//!   restore takes longer than `N`.
+//!   restore takes longer than `N`;
+//! - `POST /v1/sandboxes/{name}/jobs` starts a job (201), `DELETE …/jobs/{id}`
+//!   stops one and answers once it ended, `GET …/jobs/{id}/output?from=N`
+//!   streams its output from byte `N`, then its end (`duet_wire::job`); a
+//!   job sandboxd does not know is a 404.
 //!
 //! In production sandboxd runs in this object's container, which is started
 //! on demand and polled (with backoff, for at most [`CONTAINER_START_MS`])
@@ -39,6 +43,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use duet_wire::job::{JobRequest, STOP_GRACE_MS};
 use duet_wire::stream::Line;
 use duet_wire::{
     ExecRequest, Route, ENTRIES_HEADER, LEFT_OUT_HEADER, MAX_BYTES, TIMEOUT_MS,
@@ -193,6 +198,39 @@ impl<'a> Sandboxd<'a> {
         Ok((response, limit))
     }
 
+    /// Starts a job (`POST` on [`Route::Jobs`], with its request) or stops
+    /// one (`DELETE` on [`Route::Job`]: SIGTERM, then SIGKILL after
+    /// [`STOP_GRACE_MS`]); answers sandboxd's `JobInfo`, once it started or
+    /// ended.
+    pub async fn job(
+        &self,
+        method: Method,
+        route: Route<'_>,
+        request: Option<&JobRequest>,
+    ) -> Result<serde_json::Value, ApiError> {
+        let body = request.map(|r| {
+            JsValue::from_str(&serde_json::to_string(r).expect("a job request serializes"))
+        });
+        let limit = STOP_GRACE_MS + SANDBOXD_MARGIN_MS;
+        let mut info = self.call(method, &route.to_string(), body, limit).await?;
+        info.json()
+            .await
+            .map_err(|e| ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}")))
+    }
+
+    /// A job's output stream from byte `from` of its output, once sandboxd
+    /// answers; the stream itself lasts as long as the job.
+    pub async fn job_output(&self, name: &str, id: &str, from: u64) -> Result<Response, ApiError> {
+        let path = format!("{}?from={from}", Route::JobOutput(name, id));
+        self.call(Method::Get, &path, None, SANDBOXD_MARGIN_MS)
+            .await
+    }
+
+    /// Whether the container is down: nothing started in it runs any more.
+    pub fn down(&self) -> bool {
+        matches!(&self.place, Place::Container(c) if !c.running())
+    }
+
     pub async fn destroy(&self, name: &str) -> Result<(), ApiError> {
         if let Place::Container(container) = &self.place {
             // The container's disk goes with it: nothing of the room survives.
@@ -224,7 +262,7 @@ impl<'a> Sandboxd<'a> {
         limit_ms: u64,
         mut keep: impl FnMut(Vec<u8>) -> worker::Result<()>,
     ) -> Result<Saving, ApiError> {
-        if matches!(&self.place, Place::Container(c) if !c.running()) {
+        if self.down() {
             return Ok(Saving::Nothing);
         }
         let path = format!("{}?{MAX_BYTES}={max_bytes}", Route::Archive(name));
@@ -347,12 +385,15 @@ impl<'a> Sandboxd<'a> {
             }
         };
         match response.status_code() {
-            200 => Ok(response),
+            200 | 201 => Ok(response),
             status => {
                 let why = internal::error_of(response).await;
                 let why = format!("sandboxd answered {status}: {why}");
                 // 503: sandboxd is at its cap of shells; try again later.
+                // Only a job's routes name something sandboxd may not know.
                 Err(match status {
+                    404 => ApiError::NoSuchJob,
+                    429 => ApiError::TooManyJobs,
                     503 => ApiError::SandboxUnavailable(why),
                     _ => ApiError::SandboxFailed(why),
                 })

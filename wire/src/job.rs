@@ -72,9 +72,13 @@ pub struct JobInfo {
     pub output_bytes: u64,
 }
 
-/// One line of a job's output stream.
+/// One line of a job's output stream; its fields named as [`JobInfo`]'s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(
+    tag = "type",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
 pub enum JobEvent {
     /// The `bytes` bytes it printed from byte `offset` of its output (at
     /// most [`crate::stream::OUTPUT_EVENT_BYTES`], cut between characters),
@@ -91,4 +95,22 @@ pub enum JobEvent {
         exit_code: Option<i32>,
         ended_at: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_end_names_its_fields_as_a_job_does() {
+        let end = JobEvent::End {
+            state: JobState::Stopped,
+            exit_code: Some(143),
+            ended_at: "2026-11-29T16:00:00.000Z".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&end).unwrap(),
+            r#"{"type":"end","state":"stopped","exitCode":143,"endedAt":"2026-11-29T16:00:00.000Z"}"#
+        );
+    }
 }

@@ -109,7 +109,9 @@ final answer without <run> tags.`,
   tools: `To run a command, call the ${RUN_COMMAND} tool; call it at most ${MAX_RUNS_PER_ANSWER} \
 times in one answer. After your answer the commands run in order, and you get each result (exit \
 code and output) back; you may then run more commands the same way, or give your final answer \
-without calling it.`,
+without calling it. For anything that may take longer than a few seconds (installs, builds, \
+test suites, servers), start a job with start_job and check on it with job_status rather than \
+waiting for it; stop_job stops one.`,
 };
 const systemPrompt = (how) => `You are Duet, a pair-programming assistant in a shared \
 terminal room. Several people may talk to you; be concise and practical. You can run shell \
@@ -120,7 +122,9 @@ your answers and a short summary of each command's output. Never invent or predi
 command's output. Only run commands that help with what was asked; never run destructive \
 commands unless asked.`;
 const SYSTEM_PROMPTS = { tags: systemPrompt(HOW_TO_RUN.tags), tools: systemPrompt(HOW_TO_RUN.tools) };
-// The agent's one tool, as the model's input carries it (`tools`).
+// The agent's tools, as the model's input carries them (`tools`). This worker
+// has no jobs: it offers their tools, as the Rust worker does, and answers
+// their calls as calls of no tool.
 const TOOLS = JSON.parse(`[{"type": "function", "function": {
   "name": "${RUN_COMMAND}",
   "description": "Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most ${MAX_RUNS_PER_ANSWER} commands per answer.",
@@ -128,7 +132,10 @@ const TOOLS = JSON.parse(`[{"type": "function", "function": {
     "command": {"type": "string", "description": "The command, exactly as it would be typed in bash."},
     "timeoutMs": {"type": "integer", "minimum": 1, "maximum": ${EXEC_MAX_TIMEOUT_MS}, "description": "How long the command may run, in milliseconds (at most ${EXEC_MAX_TIMEOUT_MS}; the room's time budget may allow less)."}
   }, "required": ["command"]}
-}}]`);
+}},
+{"type": "function", "function": {"name": "start_job", "description": "Start a command as a background job in the room's sandbox; answers at once with its id. Use it for anything that may take longer than a few seconds (installs, builds, test suites, servers).", "parameters": {"type": "object", "properties": {"cmd": {"type": "string", "description": "The command, exactly as it would be typed in bash."}, "name": {"type": "string", "description": "A short label for people."}}, "required": ["cmd"]}}},
+{"type": "function", "function": {"name": "job_status", "description": "A job's state (running, exited, stopped or lost), its exit code once it ended, and the last 2000 bytes of its output.", "parameters": {"type": "object", "properties": {"jobId": {"type": "string", "description": "The job's id, as start_job gave it."}}, "required": ["jobId"]}}},
+{"type": "function", "function": {"name": "stop_job", "description": "Stop a running job and get its state.", "parameters": {"type": "object", "properties": {"jobId": {"type": "string", "description": "The job's id, as start_job gave it."}}, "required": ["jobId"]}}}]`);
 const RESULTS_HEADER = "[Results of your commands, from the room's sandbox]";
 
 // ---- errors (src/api/error.rs): every failure is an ApiError with its status

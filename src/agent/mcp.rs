@@ -1,10 +1,12 @@
 //! The room as an MCP server (`crate::mcp`), served by its DuetAgent: the
 //! protocol answers what it can itself, and the tool calls are carried out
 //! here, where the room's history, policy and approvals are. A client's
-//! `run_command` is one of the agent's commands for the room's policy,
-//! run through the Sandbox object as the agent's are (`Source::Mcp` on the
-//! feed and in the audit); `read_history` and `send_message` are what the
-//! history and message routes do.
+//! `run_command` and `start_job` are the agent's commands for the room's
+//! policy, carried out through the Sandbox object as the agent's are
+//! (`Source::Mcp` on the feed and in the audit), as are `job_status` and
+//! `stop_job`, which the policy does not judge (`exchange::tools`);
+//! `read_history` and `send_message` are what the history and message
+//! routes do.
 //!
 //! Whatever fails in a call (a command the policy refuses, a sandbox that
 //! cannot run it, a room cleaned up meanwhile) is the call's tool error,
@@ -12,7 +14,6 @@
 
 use std::cell::Cell;
 
-use duet_wire::ExecRequest;
 use serde_json::{Map, Value};
 use worker::{web_sys, Response};
 
@@ -31,6 +32,7 @@ use crate::approvals::audit;
 use crate::approvals::consent::{Hearer, Said};
 use crate::approvals::policy::Verdict;
 use crate::approvals::waiting::Heard;
+use crate::exchange::tools;
 use crate::feed::event::Event;
 use crate::mcp::tools::{Output, Tool};
 use crate::mcp::{self, CallTool, Headers, Item, Reply};
@@ -128,10 +130,11 @@ impl DuetAgent {
         let done = match call.tool {
             Tool::ReadHistory => self.read_history(room).await,
             Tool::SendMessage => self.send_message(room, &call.arguments, asked_by).await,
-            Tool::RunCommand => self.run_command(room, &call.arguments, asked_by).await,
+            tool => self.command(room, tool, &call.arguments, asked_by).await,
         };
         let done = done.unwrap_or_else(|e| Output::Failed(e.to_string()));
-        if call.tool != Tool::RunCommand {
+        // The Sandbox object records the commands it runs and jobs it starts.
+        if !matches!(call.tool, Tool::RunCommand | Tool::StartJob) {
             let outcome = match done {
                 Output::Done(_) => AuditOutcome::Ran,
                 Output::Failed(_) => AuditOutcome::Failed,
@@ -142,7 +145,7 @@ impl DuetAgent {
     }
 
     /// Records a call that ran no command: what it sent (a command, a
-    /// message's text), if anything, under its tool's name.
+    /// message's text, a job's id), if anything, under its tool's name.
     async fn audit_call(
         &self,
         room: &str,
@@ -150,9 +153,9 @@ impl DuetAgent {
         asked_by: Option<&str>,
         outcome: AuditOutcome,
     ) {
-        let sent = call.arguments["command"]
-            .as_str()
-            .or(call.arguments["text"].as_str())
+        let sent = ["command", "cmd", "text", "jobId"]
+            .into_iter()
+            .find_map(|key| call.arguments[key].as_str())
             .unwrap_or_default();
         if let Ok(sandbox) = SandboxObject::of(&self.env, room) {
             let entry = AuditEntry {
@@ -218,22 +221,25 @@ impl DuetAgent {
         Ok(Output::Done(self.answer(room, request).await?))
     }
 
-    /// A client's command, put to the room's policy as the agent's are.
-    async fn run_command(
+    /// A client's command, or a job's start, status or stop, put to the
+    /// room's policy as the agent's are.
+    async fn command(
         &self,
         room: &str,
+        tool: Tool,
         arguments: &Value,
         asked_by: Option<&str>,
     ) -> Result<Output, ApiError> {
-        let (cmd, timeout_ms) = match validate::run_command(arguments) {
+        let command = match tools::asked(tool.name(), arguments) {
             Ok(command) => command,
             Err(why) => return Ok(Output::Failed(why)),
         };
+        let cmd = &command.cmd;
         let epoch = self.clock.epoch();
         self.touch(room).await?;
         let sandbox = SandboxObject::of(&self.env, room)?;
-        let said = match self.policy()?.judge(&cmd) {
-            Verdict::Ask => self.approval(room, &cmd, asked_by).await?,
+        let said = match command.judged(&self.policy()?) {
+            Verdict::Ask => self.approval(room, cmd, asked_by).await?,
             verdict => Said::of_verdict(&verdict, Hearer::Mcp),
         };
         let consent = match said {
@@ -241,25 +247,23 @@ impl DuetAgent {
             Said::Refused { why, consent } => {
                 let entry = audit::entry(
                     clock::now_ms(),
-                    &cmd,
+                    cmd,
                     Source::Mcp,
                     asked_by.map(str::to_owned),
                     AuditOutcome::Refused,
                     consent,
                 );
-                sandbox.audit(&entry).await;
+                let tool = Some(tool.name());
+                sandbox.audit(&AuditEntry { tool, ..entry }).await;
                 return Ok(Output::Failed(why));
             }
         };
         self.clock.still_current(epoch)?;
-        let request = ExecRequest {
-            cmd: cmd.clone(),
-            timeout_ms: timeout_ms.unwrap_or(EXEC_DEFAULT_TIMEOUT_MS),
-        };
+        let timeout_ms = command.timeout_ms.unwrap_or(EXEC_DEFAULT_TIMEOUT_MS);
         // The Sandbox object answers by its own deadline; this bounds the
         // call to it, should it not.
         let wait = EXEC_ANSWER_MS + SANDBOXD_MARGIN_MS;
-        let exec = sandbox.agent_exec(&request, Source::Mcp, asked_by, &consent);
+        let exec = sandbox.act(&command, timeout_ms, Source::Mcp, asked_by, &consent);
         Ok(match timeout::within(wait, exec).await {
             // As `POST …/sandbox/exec` answers it in `result`, and as
             // sandboxd wrote it: not read again on its way.

@@ -255,7 +255,7 @@ pub fn job_id(job: u64) -> String {
 
 /// The number of a job's id from its path segment; a segment that is not
 /// one names no job.
-fn job_number(segment: &str) -> Result<u64, ApiError> {
+pub fn job_number(segment: &str) -> Result<u64, ApiError> {
     let hex = segment.strip_prefix('j').unwrap_or_default();
     u64::from_str_radix(hex, 16)
         .ok()

@@ -27,8 +27,12 @@ impl Source {
     }
 }
 
-/// The tool that runs a command: the model's, and an MCP client's.
+/// The tools that run a command, start a job, tell of one and stop one:
+/// the model's, and an MCP client's.
 pub const RUN_COMMAND: &str = "run_command";
+pub const START_JOB: &str = "start_job";
+pub const JOB_STATUS: &str = "job_status";
+pub const STOP_JOB: &str = "stop_job";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -11,7 +11,8 @@ use super::limits::{
     INVITE_MAX_TTL_SECONDS, MAX_CMD_CHARS, MAX_TEXT_CHARS, MAX_USER_ID_CHARS,
 };
 use super::role::RoomRole;
-use super::shapes::MessageRequest;
+use super::route;
+use super::shapes::{MessageRequest, RUN_COMMAND, START_JOB};
 use crate::text::without_controls;
 
 /// `{"text": string, "userId"?: string}`; both are chat text, so terminal
@@ -134,9 +135,7 @@ pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
         &mut errors,
     );
     let user_id = optional_name(&object, "userId", &mut errors);
-    // Only the DuetAgent's are read (`room::calls`), so they are not checked.
-    let said = |field| object.get(field).and_then(Value::as_str).map(str::to_owned);
-    let (decided_by, rule) = (said("decidedBy"), said("rule"));
+    let (decided_by, rule) = consent(&object);
     match (cmd, timeout_ms) {
         (Some(cmd), Some(timeout_ms)) if errors.is_empty() => Ok(Exec {
             request: ExecRequest {
@@ -151,13 +150,25 @@ pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
     }
 }
 
-/// A job to start, as `POST …/jobs` asks it.
+/// Who let a command run and by what rule, as the DuetAgent says of one
+/// of the agent's or an MCP client's (`room::calls`); only those are read,
+/// so they are not checked.
+fn consent(object: &Map<String, Value>) -> (Option<String>, Option<String>) {
+    let said = |field| object.get(field).and_then(Value::as_str).map(str::to_owned);
+    (said("decidedBy"), said("rule"))
+}
+
+/// A job to start, as `POST …/jobs` asks it, or the DuetAgent for the
+/// agent's or an MCP client's `start_job` (with its consent, as an
+/// [`Exec`]'s).
 #[derive(Debug, PartialEq, Eq)]
 pub struct NewJob {
     pub cmd: String,
     /// A label for people, as a `userId` is written.
     pub name: Option<String>,
     pub user_id: Option<String>,
+    pub decided_by: Option<String>,
+    pub rule: Option<String>,
 }
 
 /// `{"cmd": string, "name"?: string, "userId"?: string}`; `cmd` as an
@@ -171,11 +182,14 @@ pub fn job_request(body: &[u8]) -> Result<NewJob, ApiError> {
     }
     let name = optional_name(&object, "name", &mut errors);
     let user_id = optional_name(&object, "userId", &mut errors);
+    let (decided_by, rule) = consent(&object);
     match cmd {
         Some(cmd) if errors.is_empty() => Ok(NewJob {
             cmd: cmd.to_owned(),
             name,
             user_id,
+            decided_by,
+            rule,
         }),
         _ => Err(ApiError::Invalid(errors)),
     }
@@ -185,13 +199,7 @@ pub fn job_request(body: &[u8]) -> Result<NewJob, ApiError> {
 /// timeoutMs?}`, whether the room's model or an MCP client called it; or
 /// why they are not that (said to the caller, who can correct it).
 pub fn run_command(arguments: &Value) -> Result<(String, Option<u64>), String> {
-    let Some(cmd) = arguments["command"]
-        .as_str()
-        .filter(|c| !c.trim().is_empty())
-    else {
-        return Err("run_command needs `command`, a non-empty string".into());
-    };
-    command(cmd).map_err(|why| format!("`command` {why}"))?;
+    let cmd = command_in(arguments, "command", RUN_COMMAND)?;
     let timeout_ms = match &arguments["timeoutMs"] {
         Value::Null => None,
         value => Some(
@@ -203,7 +211,29 @@ pub fn run_command(arguments: &Value) -> Result<(String, Option<u64>), String> {
                 })?,
         ),
     };
-    Ok((cmd.trim().to_owned(), timeout_ms))
+    Ok((cmd, timeout_ms))
+}
+
+/// The command and name of `start_job`'s arguments, `{cmd, name?}`; the
+/// name is checked where the job starts, as the route's is.
+pub fn start_job(arguments: &Value) -> Result<(String, Option<String>), String> {
+    let cmd = command_in(arguments, "cmd", START_JOB)?;
+    Ok((cmd, arguments["name"].as_str().map(str::to_owned)))
+}
+
+/// The job `job_status`'s or `stop_job`'s arguments name, `{jobId}`.
+pub fn job_named(arguments: &Value) -> Result<u64, String> {
+    let id = arguments["jobId"].as_str().unwrap_or_default();
+    route::job_number(id).map_err(|_| "`jobId` must be a job's id, as start_job gave it".into())
+}
+
+/// The command in `field` of `tool`'s arguments, trimmed.
+fn command_in(arguments: &Value, field: &str, tool: &str) -> Result<String, String> {
+    let Some(cmd) = arguments[field].as_str().filter(|c| !c.trim().is_empty()) else {
+        return Err(format!("{tool} needs `{field}`, a non-empty string"));
+    };
+    command(cmd).map_err(|why| format!("`{field}` {why}"))?;
+    Ok(cmd.trim().to_owned())
 }
 
 /// Checks a shell command, whether a user sent it or the model asked for it.
@@ -413,6 +443,8 @@ pub mod tests {
                 cmd: "sleep 1".into(),
                 name: Some("build".into()),
                 user_id: Some("ana".into()),
+                decided_by: None,
+                rule: None,
             }
         );
         assert_eq!(job_request(br#"{"cmd": "x"}"#).unwrap().name, None);

@@ -13,13 +13,14 @@ use crate::ai::messages::ChatMessage;
 use crate::api::limits::{
     MAX_COMMANDS_PER_MESSAGE, MAX_HISTORY_CONTEXT_CHARS, MAX_MODEL_CALLS, MAX_RUNS_PER_ANSWER,
 };
-use crate::api::shapes::RUN_COMMAND;
 use crate::api::shapes::{Message, Role};
+use crate::api::shapes::{JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use crate::exchange::rounds::FollowUp;
 
 /// Tells the model how to behave in a shared terminal room, with the limits
 /// the exchange enforces (`rounds`), so the two cannot disagree; `tools`
-/// when it asks through the `run_command` tool (`exchange::tools`), not tags.
+/// when it asks through the tools (`exchange::tools`), not tags, and so may
+/// start jobs.
 pub fn system_prompt(tools: bool) -> &'static str {
     static PROMPTS: OnceLock<[String; 2]> = OnceLock::new();
     let prompts = PROMPTS.get_or_init(|| {
@@ -35,7 +36,10 @@ pub fn system_prompt(tools: bool) -> &'static str {
                 "To run a command, call the {RUN_COMMAND} tool; call it at most \
                  {MAX_RUNS_PER_ANSWER} times in one answer. After your answer the commands run \
                  in order, and you get each result (exit code and output) back; you may then \
-                 run more commands the same way, or give your final answer without calling it."
+                 run more commands the same way, or give your final answer without calling it. \
+                 For anything that may take longer than a few seconds (installs, builds, test \
+                 suites, servers), start a job with {START_JOB} and check on it with \
+                 {JOB_STATUS} rather than waiting for it; {STOP_JOB} stops one."
             ),
         ];
         how.map(|how| {
@@ -149,6 +153,8 @@ mod tests {
         assert!(system_prompt(false).contains("<run>"));
         assert!(!system_prompt(true).contains("<run>"));
         assert!(system_prompt(true).contains(RUN_COMMAND));
+        assert!(system_prompt(true).contains("check on it with job_status rather than waiting"));
+        assert!(!system_prompt(false).contains(START_JOB));
     }
 
     #[test]

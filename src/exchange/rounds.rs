@@ -184,10 +184,7 @@ pub fn asked(text: &str, calls: &[ToolCall]) -> Asked {
         let commands = parsed
             .commands
             .iter()
-            .map(|cmd| Command {
-                cmd: (*cmd).to_owned(),
-                timeout_ms: None,
-            })
+            .map(|cmd| Command::run(cmd))
             .collect();
         return Asked {
             prose: parsed.prose,
@@ -256,6 +253,7 @@ fn result(cmd: &str, outcome: &Outcome) -> String {
             }
         }
         Outcome::Failed(why) => said.push_str(&format!("not run: {why}")),
+        Outcome::Job(job) => said.push_str(&job.said(MODEL_OUTPUT_CHARS)),
     }
     said
 }
@@ -517,8 +515,8 @@ mod tests {
         assert_eq!(
             called.commands,
             [Command {
-                cmd: "make".into(),
-                timeout_ms: Some(900)
+                timeout_ms: Some(900),
+                ..Command::run("make")
             }]
         );
     }

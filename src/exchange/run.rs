@@ -23,7 +23,6 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use duet_wire::ExecRequest;
 use serde::Serialize;
 use serde_json::Value;
 use worker::Env;
@@ -42,7 +41,7 @@ use crate::exchange::context;
 use crate::exchange::rounds::{self, commands_allowed, FollowUp, Round, Stop};
 use crate::exchange::run_tags::Outcome;
 use crate::exchange::shown::Shown;
-use crate::exchange::tools;
+use crate::exchange::tools::{self, Command, Kind};
 use crate::feed::event::Event;
 use crate::room::calls::SandboxObject;
 use crate::runtime::{clock, random, timeout};
@@ -212,13 +211,16 @@ pub async fn resume(
     let mut ran = Vec::with_capacity(decided.len());
     for (at, approval) in decided.iter().enumerate() {
         still_current()?;
-        let timeout_ms = commands.get(at).and_then(|command| command.timeout_ms);
+        // A tag's command is as approved; a call's is read again from it.
+        let command = match commands.get(at) {
+            Some(command) => command.clone(),
+            None => Command::run(&approval.command),
+        };
         let said = Said::of_approval(approval, Hearer::Exchange);
-        let cmd = &approval.command;
         let outcome = run
-            .carry_out(cmd, timeout_ms, said, paused.asked_by.as_deref())
+            .carry_out(&command, said, paused.asked_by.as_deref())
             .await;
-        ran.push((cmd.clone(), outcome));
+        ran.push((command.cmd, outcome));
     }
     let round = Round {
         answer: paused.answer.clone(),
@@ -318,7 +320,7 @@ impl<'a> Run<'a> {
                 commands.truncate(allowed);
                 let verdicts: Vec<Verdict> = commands
                     .iter()
-                    .map(|command| self.policy.judge(&command.cmd))
+                    .map(|command| command.judged(self.policy))
                     .collect();
                 if verdicts.contains(&Verdict::Ask) {
                     at.answer = round.answer.clone();
@@ -336,9 +338,7 @@ impl<'a> Run<'a> {
                     still_current()?;
                     let said = Said::of_verdict(&verdict, Hearer::Exchange);
                     let asked_by = at.asked_by.as_deref();
-                    let outcome = self
-                        .carry_out(&command.cmd, command.timeout_ms, said, asked_by)
-                        .await;
+                    let outcome = self.carry_out(&command, said, asked_by).await;
                     round.ran.push((command.cmd, outcome));
                 }
                 at.commands_run += allowed;
@@ -413,19 +413,13 @@ impl<'a> Run<'a> {
 
     /// Runs a command the room let through, or records why it did not;
     /// `asked_by` sent the message it answers.
-    async fn carry_out(
-        &self,
-        cmd: &str,
-        timeout_ms: Option<u64>,
-        said: Said,
-        asked_by: Option<&str>,
-    ) -> Outcome {
+    async fn carry_out(&self, command: &Command, said: Said, asked_by: Option<&str>) -> Outcome {
         match said {
-            Said::Run(consent) => self.run_command(cmd, timeout_ms, &consent, asked_by).await,
+            Said::Run(consent) => self.run_command(command, &consent, asked_by).await,
             Said::Refused { why, consent } => {
                 let entry = audit::entry(
                     clock::now_ms(),
-                    cmd,
+                    &command.cmd,
                     Source::Agent,
                     asked_by.map(str::to_owned),
                     AuditOutcome::Refused,
@@ -438,34 +432,35 @@ impl<'a> Run<'a> {
     }
 
     /// Runs a command of the model's in the room's sandbox, within the time
-    /// limit it asked for if any; the whole call ends by the exchange's
-    /// deadline, container start included.
+    /// limit it asked for if any, or starts, tells of or stops a job; the
+    /// whole call ends by the exchange's deadline, container start included.
     async fn run_command(
         &self,
-        cmd: &str,
-        timeout_ms: Option<u64>,
+        command: &Command,
         consent: &Consent,
         asked_by: Option<&str>,
     ) -> Outcome {
-        if let Err(why) = validate::command(cmd) {
+        if let Err(why) = validate::command(&command.cmd) {
             return Outcome::Failed(format!("command {why}"));
         }
         let left = self.deadline.saturating_sub(clock::now_ms());
         let Some(budget) = command_budget(left) else {
             return Outcome::Failed("not run: the exchange's time budget is spent".into());
         };
-        let request = ExecRequest {
-            cmd: cmd.to_owned(),
-            timeout_ms: timeout_ms.map_or(budget.timeout_ms, |ms| ms.min(budget.timeout_ms)),
-        };
+        let timeout_ms = command
+            .timeout_ms
+            .map_or(budget.timeout_ms, |ms| ms.min(budget.timeout_ms));
         let call = self
             .sandbox
-            .agent_exec(&request, Source::Agent, asked_by, consent);
+            .act(command, timeout_ms, Source::Agent, asked_by, consent);
         match timeout::within(budget.wait_ms, call).await {
-            Some(Ok(ran)) => match ran.read() {
-                Ok(result) => Outcome::Ran(result),
-                Err(why) => Outcome::Failed(why),
-            },
+            Some(Ok(ran)) => {
+                let read = match command.kind {
+                    Kind::Run => ran.read().map(Outcome::Ran),
+                    _ => ran.read_job().map(Outcome::Job),
+                };
+                read.unwrap_or_else(Outcome::Failed)
+            }
             Some(Err(why)) => Outcome::Failed(why),
             None => Outcome::Failed(format!(
                 "the sandbox did not answer within {} ms",

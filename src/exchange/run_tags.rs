@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use duet_wire::ExecResult;
 
 use crate::api::limits::{MAX_RUNS_PER_ANSWER, QUOTED_CMD_CHARS, SUMMARY_CHARS};
+use crate::jobs::Seen;
 use crate::text::{first_chars, without_controls};
 
 /// The tags around a command.
@@ -30,6 +31,8 @@ pub enum Outcome {
     Ran(ExecResult),
     /// The sandbox could not run it, and why.
     Failed(String),
+    /// A job it started, told of or stopped (`exchange::tools`), as it stood.
+    Job(Seen),
 }
 
 /// The answer split into its prose and its commands.
@@ -106,6 +109,10 @@ pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> St
             Outcome::Failed(why) => {
                 text.push_str(&format!("\n\nError ({cmd}):\n{}", without_controls(why)))
             }
+            Outcome::Job(job) => text.push_str(&format!(
+                "\n\nOutput ({cmd}):\n{}",
+                without_controls(&job.said(SUMMARY_CHARS))
+            )),
         }
     }
     if skipped > 0 {

@@ -1,10 +1,14 @@
-//! The agent's native tool, for models that call functions in the OpenAI
-//! shape: `run_command {command, timeoutMs?}`, offered in the model's input
-//! as `tools`, answered with `tool_calls`, and given back as one `tool`
-//! turn per call, with its id. A call is the same command a `<run>` tag
-//! would be: the same rounds, limits, policy and budget, and the same
-//! `Output` blocks in the room's reply; only how the model asks for it, and
-//! how it hears back, differ.
+//! The agent's native tools, for models that call functions in the OpenAI
+//! shape: `run_command {command, timeoutMs?}`, and for commands that take
+//! longer, `start_job {cmd, name?}`, `job_status {jobId}` and `stop_job
+//! {jobId}` (`jobs`); offered in the model's input as `tools`, answered
+//! with `tool_calls`, and given back as one `tool` turn per call, with its
+//! id. A call is the same command a `<run>` tag would be: the same rounds,
+//! limits, policy and budget, and the same `Output` blocks in the room's
+//! reply; only how the model asks for it, and how it hears back, differ. A
+//! job's start is a command for the room's policy; telling of a job or
+//! stopping it runs nothing new, so the policy is not asked. An MCP
+//! client's calls of the same tools are read here too (`agent::mcp`).
 //!
 //! A call the worker cannot carry out (an unknown tool, arguments that are
 //! not the JSON object the schema asks for) is answered as an error turn
@@ -18,10 +22,10 @@ use serde_json::Value;
 
 use crate::ai::messages::ToolCall;
 use crate::api::limits::MAX_RUNS_PER_ANSWER;
-use crate::api::shapes::RUN_COMMAND;
+use crate::api::shapes::{JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use crate::api::validate;
+use crate::approvals::policy::{Policy, Verdict};
 
-/// The one tool's name.
 /// Calls as strings, each its id, name and arguments: how they are stored.
 /// A string list is read by a parser the worker has anyway, where derived
 /// structs would each add one to the upload.
@@ -46,26 +50,88 @@ pub fn unflatten(strings: &[String]) -> Vec<ToolCall> {
         .collect()
 }
 
-/// A command a call asks for, and the time limit it asks for, if any.
+/// A command a call asks for: what it runs (for a job's status or stop,
+/// the call as the room's reply names it), the time limit it asks for if
+/// any, and what the sandbox is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
     pub cmd: String,
     pub timeout_ms: Option<u64>,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Run,
+    /// With the job's name, if given.
+    StartJob(Option<String>),
+    JobStatus(u64),
+    StopJob(u64),
+}
+
+impl Command {
+    /// A `<run>` tag's command.
+    pub fn run(cmd: &str) -> Self {
+        Self {
+            cmd: cmd.to_owned(),
+            timeout_ms: None,
+            kind: Kind::Run,
+        }
+    }
+
+    /// What the room's policy says of it: a job's status or stop runs
+    /// nothing new, so it is not asked.
+    pub fn judged(&self, policy: &Policy) -> Verdict {
+        match self.kind {
+            Kind::JobStatus(_) | Kind::StopJob(_) => Verdict::Run { rule: None },
+            _ => policy.judge(&self.cmd),
+        }
+    }
 }
 
 /// The command `call` asks for, or why it asks for none (the text of its
 /// error turn).
 pub fn command_of(call: &ToolCall) -> Result<Command, String> {
     let name = &call.function.name;
-    if name != RUN_COMMAND {
-        return Err(format!(
-            "there is no tool `{name}`; the only tool is {RUN_COMMAND}"
-        ));
-    }
     let arguments: Value = serde_json::from_str(&call.function.arguments)
-        .map_err(|_| format!("the arguments of {RUN_COMMAND} are not a JSON object"))?;
-    let (cmd, timeout_ms) = validate::run_command(&arguments)?;
-    Ok(Command { cmd, timeout_ms })
+        .map_err(|_| format!("the arguments of {name} are not a JSON object"))?;
+    asked(name, &arguments)
+}
+
+/// The command a call of tool `name` with `arguments` asks for, or why it
+/// asks for none.
+pub fn asked(name: &str, arguments: &Value) -> Result<Command, String> {
+    let job = |kind: fn(u64) -> Kind| {
+        let job = validate::job_named(arguments)?;
+        Ok(Command {
+            cmd: format!("{name} {}", crate::api::route::job_id(job)),
+            timeout_ms: None,
+            kind: kind(job),
+        })
+    };
+    match name {
+        RUN_COMMAND => {
+            let (cmd, timeout_ms) = validate::run_command(arguments)?;
+            Ok(Command {
+                cmd,
+                timeout_ms,
+                kind: Kind::Run,
+            })
+        }
+        START_JOB => {
+            let (cmd, name) = validate::start_job(arguments)?;
+            Ok(Command {
+                cmd,
+                timeout_ms: None,
+                kind: Kind::StartJob(name),
+            })
+        }
+        JOB_STATUS => job(Kind::JobStatus),
+        STOP_JOB => job(Kind::StopJob),
+        _ => Err(format!(
+            "there is no tool `{name}`; the tools are {RUN_COMMAND}, {START_JOB}, {JOB_STATUS} and {STOP_JOB}"
+        )),
+    }
 }
 
 /// The commands of an answer's calls, in order, at most
@@ -80,7 +146,7 @@ pub fn commands(calls: &[ToolCall]) -> (Vec<Command>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::limits::EXEC_MAX_TIMEOUT_MS;
+    use crate::api::limits::{EXEC_MAX_TIMEOUT_MS, MODEL_OUTPUT_CHARS};
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall::new("call_1".into(), name.into(), arguments.into())
@@ -97,17 +163,22 @@ mod tests {
         );
         let description = function["description"].as_str().unwrap();
         assert!(description.contains(&format!("At most {MAX_RUNS_PER_ANSWER} commands")));
-        assert_eq!(tools.as_array().unwrap().len(), 1);
+        let names: Vec<&Value> = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| &t["function"]["name"])
+            .collect();
+        assert_eq!(names, [RUN_COMMAND, START_JOB, JOB_STATUS, STOP_JOB]);
+        let status = tools[2]["function"]["description"].as_str().unwrap();
+        assert!(status.contains(&format!("last {MODEL_OUTPUT_CHARS} bytes")));
     }
 
     #[test]
     fn a_call_asks_for_its_command_and_time_limit() {
         assert_eq!(
             command_of(&call(RUN_COMMAND, r#"{"command": " ls -la "}"#)),
-            Ok(Command {
-                cmd: "ls -la".into(),
-                timeout_ms: None
-            })
+            Ok(Command::run("ls -la"))
         );
         assert_eq!(
             command_of(&call(
@@ -115,10 +186,37 @@ mod tests {
                 r#"{"command": "make", "timeoutMs": 3000}"#
             )),
             Ok(Command {
-                cmd: "make".into(),
-                timeout_ms: Some(3000)
+                timeout_ms: Some(3000),
+                ..Command::run("make")
             })
         );
+    }
+
+    #[test]
+    fn job_calls_ask_for_a_job_and_only_its_start_is_judged() {
+        let start = command_of(&call(START_JOB, r#"{"cmd": " make ", "name": "build"}"#));
+        let start = start.unwrap();
+        assert_eq!(
+            (start.cmd.as_str(), &start.kind),
+            ("make", &Kind::StartJob(Some("build".into())))
+        );
+        let status = command_of(&call(JOB_STATUS, r#"{"jobId": "j00000000000000ff"}"#)).unwrap();
+        assert_eq!(
+            (status.cmd.as_str(), &status.kind),
+            ("job_status j00000000000000ff", &Kind::JobStatus(255))
+        );
+        let mut off = Policy::new(crate::approvals::policy::AgentCommands::Off);
+        off.deny = vec!["job_status".into()];
+        assert_eq!(status.judged(&off), Verdict::Run { rule: None });
+        assert_eq!(start.judged(&off), Verdict::Off);
+        for (name, arguments, says) in [
+            (START_JOB, r#"{"command": "make"}"#, "start_job needs `cmd`"),
+            (STOP_JOB, r#"{"jobId": "j1"}"#, "`jobId` must be a job's id"),
+            (JOB_STATUS, "{}", "`jobId` must be a job's id"),
+        ] {
+            let why = command_of(&call(name, arguments)).unwrap_err();
+            assert!(why.contains(says), "{arguments}: {why}");
+        }
     }
 
     #[test]

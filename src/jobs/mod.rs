@@ -8,6 +8,7 @@
 
 use duet_wire::job::{JobState, MAX_RUNNING_JOBS};
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::api::shapes::Source;
 use crate::api::ApiError;
@@ -32,6 +33,48 @@ pub struct Job<'a> {
     /// Who started it, as a command's `askedBy` names them.
     pub started_by: Option<&'a str>,
     pub source: Source,
+}
+
+/// A job as the room's model hears of it, read once from what the Sandbox
+/// object answers (`{"job": {...}}`, with the newest of its output when
+/// asked of one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub id: String,
+    pub state: String,
+    pub exit_code: Option<i64>,
+    pub output: String,
+}
+
+impl Seen {
+    pub fn of(answer: &Value) -> Option<Self> {
+        let job = &answer["job"];
+        let text = |key: &str| job[key].as_str().map(str::to_owned);
+        Some(Self {
+            id: text("id")?,
+            state: text("state")?,
+            // The job's table may write it as a real number (`3.0`).
+            exit_code: job["exitCode"].as_f64().map(|code| code as i64),
+            output: text("output").unwrap_or_default(),
+        })
+    }
+
+    /// Its id, state, exit code once it has one, and the last `bytes` of
+    /// its output, if any: a reader's bound of characters, counted in
+    /// bytes, as the job's output is kept (so never more characters).
+    pub fn said(&self, bytes: usize) -> String {
+        let mut said = format!("job {}: {}", self.id, self.state);
+        if let Some(code) = self.exit_code {
+            said += &format!(", exit code {code}");
+        }
+        if !self.output.is_empty() {
+            let mut last = String::new();
+            tail(&mut last, &self.output, bytes);
+            let last = last.trim_end_matches('\n');
+            said += &format!("\noutput (its last {bytes} bytes at most):\n{last}");
+        }
+        said
+    }
 }
 
 /// How often the alarm comes while a job runs: it keeps the room awake and
@@ -106,6 +149,20 @@ mod tests {
             serde_json::to_string(&job).unwrap(),
             r#"{"id":"j00000000000000ff","cmd":"make","name":null,"state":"running","exitCode":null,"startedAt":"2026-11-29T16:00:00.000Z","endedAt":null,"startedBy":"ana","source":"exec"}"#
         );
+    }
+
+    #[test]
+    fn a_job_is_told_by_its_state_exit_code_and_last_output() {
+        let read = |json: &str| Seen::of(&serde_json::from_str(json).unwrap());
+        let started = read(r#"{"job":{"id":"j1","state":"running","exitCode":null}}"#).unwrap();
+        assert_eq!(started.said(5), "job j1: running");
+        let ended =
+            read(r#"{"job":{"id":"j1","state":"exited","exitCode":2.0,"output":"abcdéfg\n"}}"#);
+        assert_eq!(
+            ended.unwrap().said(5),
+            "job j1: exited, exit code 2\noutput (its last 5 bytes at most):\néfg"
+        );
+        assert_eq!(read(r#"{"error":"no such job"}"#), None);
     }
 
     #[test]

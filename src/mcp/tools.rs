@@ -7,7 +7,7 @@
 //! There are no file tools: a file read or written through the shell is
 //! judged by the room's rules as the command it is.
 
-use crate::api::shapes::Source;
+use crate::api::shapes::{Source, JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use serde_json::Value;
 
 use crate::api::role::RoomRole;
@@ -16,6 +16,9 @@ use crate::api::role::RoomRole;
 /// `api::limits` by a test.
 pub const DEFINITIONS: &str = r#"[
 {"name":"run_command","title":"Run a command in the room's shell","description":"Run a shell command in the room's shared Linux sandbox (bash; files, the working directory and variables persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output live. The room's policy applies as to its own agent: a deny rule refuses it, and in ask mode it waits (at most 30 s) for a writer in the room to approve it. Each output is cut at 1 MiB.","inputSchema":{"type":"object","properties":{"command":{"type":"string","description":"The command, exactly as it would be typed in bash (at most 8000 characters)."},"timeoutMs":{"type":"integer","minimum":1,"maximum":25000,"description":"How long the command may run, in milliseconds (default 20000, at most 25000); it is stopped then, with exit code 124."}},"required":["command"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"exitCode":{"type":"integer"},"stdout":{"type":"string"},"stderr":{"type":"string"},"truncated":{"type":"boolean","description":"An output was cut at 1 MiB."},"timedOut":{"type":"boolean","description":"The command was stopped at its time limit."}},"required":["exitCode","stdout","stderr","truncated","timedOut"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}},
+{"name":"start_job","title":"Start a job","description":"Start a command as a background job in the room's sandbox, for minutes or hours; answers at once. Use it for anything that may take longer than a command's 25 s (installs, builds, test suites, servers), and check on it with job_status. The room's policy applies as to run_command.","inputSchema":{"type":"object","properties":{"cmd":{"type":"string","description":"The command, exactly as it would be typed in bash (at most 8000 characters)."},"name":{"type":"string","description":"A short label for people."}},"required":["cmd"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"job":{"type":"object"}},"required":["job"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}},
+{"name":"job_status","title":"A job's status","description":"A job of the room: its state (running, exited, stopped or lost), its exit code once it ended, and the newest 64 KiB of its output.","inputSchema":{"type":"object","properties":{"jobId":{"type":"string","description":"The job's id, as start_job gave it."}},"required":["jobId"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"job":{"type":"object"}},"required":["job"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
+{"name":"stop_job","title":"Stop a job","description":"Stop a running job (SIGTERM, then SIGKILL 5 s later); answers it once it ended.","inputSchema":{"type":"object","properties":{"jobId":{"type":"string","description":"The job's id, as start_job gave it."}},"required":["jobId"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"job":{"type":"object"}},"required":["job"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}},
 {"name":"read_history","title":"Read the room's chat","description":"Read the room's stored chat history, oldest first (the last 20 messages): what the people in the room and the room's own agent said.","inputSchema":{"type":"object","additionalProperties":false},"outputSchema":{"type":"object","properties":{"messages":{"type":"array","items":{"type":"object","properties":{"role":{"type":"string","enum":["user","agent"]},"userId":{"type":"string"},"text":{"type":"string"},"ts":{"type":"integer","description":"Milliseconds since the Unix epoch."}},"required":["role","text","ts"]}}},"required":["messages"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
 {"name":"send_message","title":"Send a message to the room","description":"Send a message to the room's chat, where everyone in the room sees it. With ask true (the default) it also asks the room's own agent, which may run commands in the room's shell; the call then answers the agent's reply, and the message and reply are stored in the room's history. With ask false it only shows the message to those watching the room live; it is not stored, as the history holds exchanges with the room's agent.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"The message (at most 8000 characters)."},"ask":{"type":"boolean","default":true,"description":"Whether the room's agent answers it."}},"required":["text"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true}}
 ]"#;
@@ -24,6 +27,9 @@ pub const DEFINITIONS: &str = r#"[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
     RunCommand,
+    StartJob,
+    JobStatus,
+    StopJob,
     ReadHistory,
     SendMessage,
 }
@@ -35,11 +41,21 @@ impl Tool {
         (source == Source::Mcp).then_some(Self::RunCommand.name())
     }
 
-    pub const ALL: [Self; 3] = [Self::RunCommand, Self::ReadHistory, Self::SendMessage];
+    pub const ALL: [Self; 6] = [
+        Self::RunCommand,
+        Self::StartJob,
+        Self::JobStatus,
+        Self::StopJob,
+        Self::ReadHistory,
+        Self::SendMessage,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Self::RunCommand => "run_command",
+            Self::RunCommand => RUN_COMMAND,
+            Self::StartJob => START_JOB,
+            Self::JobStatus => JOB_STATUS,
+            Self::StopJob => STOP_JOB,
             Self::ReadHistory => "read_history",
             Self::SendMessage => "send_message",
         }
@@ -53,8 +69,8 @@ impl Tool {
     /// (`access::roles`).
     pub fn needed(self) -> RoomRole {
         match self {
-            Self::ReadHistory => RoomRole::Watcher,
-            Self::RunCommand | Self::SendMessage => RoomRole::Writer,
+            Self::ReadHistory | Self::JobStatus => RoomRole::Watcher,
+            _ => RoomRole::Writer,
         }
     }
 }
@@ -122,7 +138,8 @@ mod tests {
             .iter()
             .map(|t| t["name"].clone())
             .collect();
-        assert_eq!(names, ["run_command", "read_history", "send_message"]);
+        let all: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(names, all);
         for t in Tool::ALL {
             let definition = tool(t.name());
             let read_only = definition["annotations"]["readOnlyHint"] == true;
@@ -138,8 +155,8 @@ mod tests {
             .iter()
             .map(|t| t["name"].clone())
             .collect();
-        assert_eq!(names, ["read_history"]);
-        assert_eq!(listed(RoomRole::Writer).len(), 3);
+        assert_eq!(names, ["job_status", "read_history"]);
+        assert_eq!(listed(RoomRole::Writer).len(), Tool::ALL.len());
     }
 
     #[test]

@@ -9,24 +9,30 @@
 //! pass a command off as the agent's, feed the live feed or destroy a
 //! sandbox behind the DuetAgent's back.
 
-use duet_wire::{ExecRequest, ExecResult};
+use duet_wire::ExecResult;
 use serde::Serialize;
 use worker::{Env, Method, Stub};
 
-use crate::api::route::{self, Action, Route};
+use crate::api::route::{self, job_id, job_number, Action, Route};
 use crate::api::shapes::{exec_result, messages_of, sandbox_name, AuditEntry, Message, Source};
 use crate::api::ApiError;
 use crate::approvals::audit::Consent;
+use crate::exchange::tools::{Command, Kind};
 use crate::feed::event::Event;
+use crate::jobs::Seen;
 use crate::runtime::{bindings, body, internal};
 
-/// A [`Call::AgentExec`]'s body: an exec request (`api::validate` reads
-/// it) with the `userId` of whoever sent the message and the [`Consent`].
+/// A [`Call::AgentExec`]'s or [`Call::AgentJob`]'s body: an exec or job
+/// request (`api::validate` reads it) with the `userId` of whoever sent
+/// the message and the [`Consent`].
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AgentExecBody<'a> {
     cmd: &'a str,
-    timeout_ms: u64,
+    /// A command's; a job's is null.
+    timeout_ms: Option<u64>,
+    /// A job's; a command's is null.
+    name: Option<&'a str>,
     user_id: Option<&'a str>,
     decided_by: Option<&'a str>,
     rule: Option<&'a str>,
@@ -41,6 +47,14 @@ pub enum Call {
     /// DuetAgent → Sandbox: a command of an MCP client's (`run_command`);
     /// answers as [`Call::AgentExec`] does.
     McpExec,
+    /// DuetAgent → Sandbox: a job of the agent's, or of an MCP client's
+    /// (`start_job`), to start; answers it as `POST …/jobs` does.
+    AgentJob,
+    McpJob,
+    /// DuetAgent → Sandbox: a job to tell of, or to stop (`job_status`,
+    /// `stop_job`), by the number of its id; answers as `GET …/jobs/{id}`.
+    Job(u64),
+    StopJob(u64),
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
     /// DuetAgent → Sandbox: a command of the agent's that did not run, for
@@ -64,9 +78,14 @@ pub enum Call {
 /// A call whose answer changes takes a new tail, so that while a deploy
 /// leaves a room's two objects on different versions, the call fails as
 /// unknown (before anything runs) rather than being misread.
-const CALLS: [(Call, &str, &str); 9] = [
+/// A job's call is listed with job 0; its path ends in the job's id.
+const CALLS: [(Call, &str, &str); 13] = [
     (Call::AgentExec, "agent-run", "POST"),
     (Call::McpExec, "mcp-run", "POST"),
+    (Call::AgentJob, "agent-job", "POST"),
+    (Call::McpJob, "mcp-job", "POST"),
+    (Call::Job(0), "job", "POST"),
+    (Call::StopJob(0), "stop-job", "POST"),
     (Call::Publish, "publish", "POST"),
     (Call::Audit, "audit", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
@@ -80,16 +99,25 @@ const PREFIX: &str = "/internal/rooms/";
 
 impl Call {
     fn entry(self) -> (&'static str, &'static str) {
+        let listed = match self {
+            Call::Job(_) => Call::Job(0),
+            Call::StopJob(_) => Call::StopJob(0),
+            call => call,
+        };
         let (_, tail, method) = CALLS
             .into_iter()
-            .find(|&(call, _, _)| call == self)
+            .find(|&(call, _, _)| call == listed)
             .expect("every call is in the table");
         (tail, method)
     }
 
     /// The path of this call to `room`'s other object.
     pub fn path(self, room: &str) -> String {
-        format!("{PREFIX}{room}/{}", self.entry().0)
+        let tail = self.entry().0;
+        match self {
+            Call::Job(job) | Call::StopJob(job) => format!("{PREFIX}{room}/{tail}/{}", job_id(job)),
+            _ => format!("{PREFIX}{room}/{tail}"),
+        }
     }
 
     fn method(self) -> Method {
@@ -115,10 +143,17 @@ enum Asked {
 fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
     if let Some(rest) = path.strip_prefix(PREFIX) {
         let (raw_room, tail) = rest.split_once('/').ok_or(ApiError::NotFound)?;
+        let (tail, job) = tail.split_once('/').unwrap_or((tail, ""));
         let (call, _, _) = CALLS
             .into_iter()
             .find(|&(_, t, m)| (t, m) == (tail, method))
             .ok_or(ApiError::NotFound)?;
+        let call = match call {
+            Call::Job(_) => Call::Job(job_number(job)?),
+            Call::StopJob(_) => Call::StopJob(job_number(job)?),
+            _ if job.is_empty() => call,
+            _ => return Err(ApiError::NotFound),
+        };
         return Ok((route::room_id(raw_room)?, Asked::Call(call)));
     }
     match route::parse(method, path)? {
@@ -133,8 +168,7 @@ fn asked(method: &str, path: &str) -> Result<(String, Asked), ApiError> {
 pub enum ToSandbox {
     /// A command, from `POST …/sandbox/exec`, the agent or an MCP client.
     Exec(Source),
-    /// A job to start, from `POST …/jobs` (the agent's and MCP's tools
-    /// would come as calls with their own source).
+    /// A job to start, from `POST …/jobs`, the agent or an MCP client.
     StartJob(Source),
     Jobs,
     Job(u64),
@@ -200,6 +234,10 @@ fn served(asked: Asked) -> Served {
         Asked::Call(call) => match call {
             Call::AgentExec => Sandbox(ToSandbox::Exec(Source::Agent)),
             Call::McpExec => Sandbox(ToSandbox::Exec(Source::Mcp)),
+            Call::AgentJob => Sandbox(ToSandbox::StartJob(Source::Agent)),
+            Call::McpJob => Sandbox(ToSandbox::StartJob(Source::Mcp)),
+            Call::Job(job) => Sandbox(ToSandbox::Job(job)),
+            Call::StopJob(job) => Sandbox(ToSandbox::StopJob(job)),
             Call::Publish => Sandbox(ToSandbox::Publish),
             Call::Audit => Sandbox(ToSandbox::RecordRefused),
             Call::HistoryExpired => Sandbox(ToSandbox::HistoryExpired),
@@ -246,8 +284,8 @@ fn sandbox_stub(env: &Env, room: &str) -> worker::Result<Stub> {
     bindings::durable_objects(env, "Sandbox")?.get_by_name(&sandbox_name(room))
 }
 
-/// Sends `call` to `stub`; answers the response if it is a 200, else the
-/// error it names.
+/// Sends `call` to `stub`; answers the response if it is a 200 (or a 201,
+/// a job started), else the error it names.
 async fn send(
     stub: &Stub,
     room: &str,
@@ -258,7 +296,7 @@ async fn send(
         .await
         .map_err(|e| e.to_string())?;
     match response.status_code() {
-        200 => Ok(response),
+        200 | 201 => Ok(response),
         _ => Err(internal::error_of(response).await),
     }
 }
@@ -297,18 +335,25 @@ impl AgentObject {
 
 /// A command's result as the Sandbox object answers the DuetAgent:
 /// sandboxd's [`ExecResult`] as the JSON text sandboxd wrote, checked to be
-/// a JSON object there and not rewritten since. It is read once, by whoever
-/// needs to read it: the exchange, into an [`ExecResult`]; an MCP client is
-/// given the text as it is.
+/// a JSON object there and not rewritten since; or a job's `{"job": …}`
+/// as the job routes answer it. It is read once, by whoever needs to read
+/// it: the exchange, into an [`ExecResult`] or a [`Seen`] job; an MCP
+/// client is given the text as it is.
 pub struct Ran(String);
 
 impl Ran {
     /// The result, read.
     pub fn read(&self) -> Result<ExecResult, String> {
-        match serde_json::from_str(&self.0) {
-            Ok(result) => Ok(exec_result(&result)),
-            Err(e) => Err(unexpected(&e)),
-        }
+        self.value().map(|result| exec_result(&result))
+    }
+
+    /// The job, read.
+    pub fn read_job(&self) -> Result<Seen, String> {
+        Seen::of(&self.value()?).ok_or_else(|| unexpected(&"not a job"))
+    }
+
+    fn value(&self) -> Result<serde_json::Value, String> {
+        serde_json::from_str(&self.0).map_err(|e| unexpected(&e))
     }
 
     /// The result's JSON text.
@@ -335,28 +380,40 @@ impl SandboxObject {
         })
     }
 
-    /// Runs a command of the agent's (`source` [`Source::Agent`], asked for
-    /// in `asked_by`'s message) or of an MCP client's ([`Source::Mcp`]);
-    /// answers its result, or why the sandbox could not run it.
-    pub async fn agent_exec(
+    /// Carries out a command of the agent's (`source` [`Source::Agent`],
+    /// asked for in `asked_by`'s message) or of an MCP client's
+    /// ([`Source::Mcp`]): runs it within `timeout_ms`, or starts, tells of
+    /// or stops a job; answers its result, or why the sandbox could not.
+    pub async fn act(
         &self,
-        request: &ExecRequest,
+        command: &Command,
+        timeout_ms: u64,
         source: Source,
         asked_by: Option<&str>,
         consent: &Consent,
     ) -> Result<Ran, String> {
+        let mcp = source == Source::Mcp;
+        let (call, timeout_ms, name) = match &command.kind {
+            Kind::JobStatus(job) => (Call::Job(*job), None, None),
+            Kind::StopJob(job) => (Call::StopJob(*job), None, None),
+            Kind::StartJob(name) => {
+                let call = if mcp { Call::McpJob } else { Call::AgentJob };
+                (call, None, name.as_deref())
+            }
+            Kind::Run => {
+                let call = if mcp { Call::McpExec } else { Call::AgentExec };
+                (call, Some(timeout_ms), None)
+            }
+        };
         let body = serde_json::to_vec(&AgentExecBody {
-            cmd: &request.cmd,
-            timeout_ms: request.timeout_ms,
+            cmd: &command.cmd,
+            timeout_ms,
+            name,
             user_id: asked_by,
             decided_by: consent.decided_by.as_deref(),
             rule: consent.rule.as_deref(),
         })
         .expect("an exec request serializes");
-        let call = match source {
-            Source::Mcp => Call::McpExec,
-            Source::Agent | Source::Exec => Call::AgentExec,
-        };
         let response = send(&self.stub, &self.room, call, Some(&body)).await?;
         let bytes = body::all_of(response)
             .await

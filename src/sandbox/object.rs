@@ -69,10 +69,10 @@ use crate::access::token::Claims;
 use crate::api::limits::{JOB_MAX_SECONDS, SANDBOX_ARCHIVE_MAX_BYTES};
 use crate::api::role::RoomRole;
 use crate::api::route::{self, job_id, Action};
-use crate::api::shapes::Source;
 use crate::api::shapes::{
     exec_end, exec_result, sandbox_name, AuditEntry, AuditOutcome, ExecResponse,
 };
+use crate::api::shapes::{Source, START_JOB};
 use crate::api::{validate, ApiError};
 use crate::approvals::audit::Consent;
 use crate::approvals::audit::{self, Audit};
@@ -302,13 +302,7 @@ impl Sandbox {
         }
         let exec = validate::exec_request(&body)?;
         let request = exec.request;
-        let consent = match source {
-            Source::Agent | Source::Mcp => Consent {
-                decided_by: exec.decided_by,
-                rule: exec.rule,
-            },
-            Source::Exec => Consent::default(),
-        };
+        let consent = consent(source, exec.decided_by, exec.rule);
         let asked_by = roles::named(claims, exec.user_id);
         let command = request.cmd.clone();
         self.touch(room, arrived).await?;
@@ -573,8 +567,8 @@ impl Sandbox {
         Ok((deadline, cold))
     }
 
-    /// Starts a job of `source` (`POST …/jobs`, for now) and follows it;
-    /// answers it at once, as started.
+    /// Starts a job of `source` (`POST …/jobs`, the agent's or an MCP
+    /// client's `start_job`) and follows it; answers it at once, as started.
     async fn start_job(
         &self,
         req: web_sys::Request,
@@ -617,15 +611,17 @@ impl Sandbox {
         let job = RawValue::from_string(job).map_err(|e| ApiError::Internal(e.to_string()))?;
         self.feed
             .publish(&self.state, &Event::Job { job: &job }.written())?;
+        let consent = consent(source, asked.decided_by, asked.rule);
         let entry = audit::entry(
             arrived,
             &request.cmd,
             source,
             started_by,
             AuditOutcome::Ran,
-            Consent::default(),
+            consent,
         );
-        self.audit.record(&entry)?;
+        let tool = entry.tool.map(|_| START_JOB);
+        self.audit.record(&AuditEntry { tool, ..entry })?;
         self.follower().attach(room, &request.id);
         // The alarm that keeps the room awake while it runs, unless one is due sooner.
         let at = (now + jobs::CHECK_MS).min(self.timing.next_alarm(arrived, false));
@@ -930,6 +926,16 @@ fn with_note(
 }
 
 /// A call's body as text.
+/// Who let a command of `source` run and by what rule: what the DuetAgent
+/// said of the agent's and MCP clients' commands; a public route's say
+/// nothing.
+fn consent(source: Source, decided_by: Option<String>, rule: Option<String>) -> Consent {
+    match source {
+        Source::Agent | Source::Mcp => Consent { decided_by, rule },
+        Source::Exec => Consent::default(),
+    }
+}
+
 async fn text_of(req: web_sys::Request) -> Result<String, ApiError> {
     String::from_utf8(body::read(req).await?).map_err(|_| ApiError::BadJson("not UTF-8".into()))
 }

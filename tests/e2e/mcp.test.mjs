@@ -65,9 +65,8 @@ describe("each room is an MCP server", () => {
       const c = await connect(mcpUrl(room), writer);
       try {
         const { tools } = await c.listTools();
-        assert.deepEqual(tools.map((t) => t.name), ["run_command", "read_history", "send_message"]);
-        assert.equal(tools[0].annotations.readOnlyHint, false);
-        assert.equal(tools[1].annotations.readOnlyHint, true);
+        assert.deepEqual(tools.map((t) => t.name), ["run_command", "start_job", "job_status", "stop_job", "read_history", "send_message"]);
+        assert.deepEqual(tools.map((t) => t.annotations.readOnlyHint), [false, false, true, false, true, false]);
         const ran = await c.callTool({ name: "run_command", arguments: { command: "echo from-mcp; echo oops >&2; sh -c 'exit 3'" } });
         assert.equal(ran.isError, false, JSON.stringify(ran));
         assert.deepEqual([ran.structuredContent.exitCode, ran.structuredContent.stdout, ran.structuredContent.stderr], [3, "from-mcp\n", "oops\n"]);
@@ -121,10 +120,17 @@ describe("each room is an MCP server", () => {
       const c = await connect(mcpUrl(room), watcher);
       try {
         const { tools } = await c.listTools();
-        assert.deepEqual(tools.map((t) => t.name), ["read_history"]);
+        assert.deepEqual(tools.map((t) => t.name), ["job_status", "read_history"]);
         const refused = await c.callTool({ name: "run_command", arguments: { command: "echo no" } });
         assert.equal(refused.isError, true);
         assert.equal(refused.content[0].text, "run_command needs the writer role; this token gives watcher");
+        for (const [name, args] of [["start_job", { cmd: "echo no" }], ["stop_job", { jobId: "j0000000000000001" }]]) {
+          const job = await c.callTool({ name, arguments: args });
+          assert.deepEqual([job.isError, job.content[0].text], [true, `${name} needs the writer role; this token gives watcher`]);
+        }
+        const status = await c.callTool({ name: "job_status", arguments: { jobId: "j0000000000000001" } });
+        assert.equal(status.isError, true, "a watcher may ask; the room has no such job");
+        assert.match(status.content[0].text, /job/);
         const history = await c.callTool({ name: "read_history", arguments: {} });
         assert.deepEqual(history.structuredContent, { messages: [] });
       } finally {
@@ -134,9 +140,66 @@ describe("each room is an MCP server", () => {
     const audit = await service()("GET", `/api/rooms/${room}/audit`);
     assert.deepEqual(
       audit.json.entries.map((e) => [e.tool, e.command, e.outcome, e.askedBy]),
-      [["read_history", "", "ran", "bo"], ["run_command", "echo no", "refused", "bo"], ["read_history", "", "ran", "bo"], ["run_command", "echo no", "refused", "bo"]],
+      [0, 1].flatMap(() => [
+        ["read_history", "", "ran", "bo"],
+        ["job_status", "j0000000000000001", "failed", "bo"],
+        ["stop_job", "j0000000000000001", "refused", "bo"],
+        ["start_job", "echo no", "refused", "bo"],
+        ["run_command", "echo no", "refused", "bo"],
+      ]),
       "every call, the refused ones too; nothing ran",
     );
+  });
+
+  test("TS: a job started by MCP runs in the room, job_status reads its output, stop_job ends it; the policy judges its start", async () => {
+    const room = randomUUID();
+    const { token: writer } = await invite(service(), room, "writer", { name: "job-agent" });
+    const c = await CLIENTS["v2 (auto)"](mcpUrl(room), writer);
+    try {
+      const started = await c.callTool({ name: "start_job", arguments: { cmd: "echo job-out; sleep 30", name: "server" } });
+      assert.equal(started.isError, false, JSON.stringify(started));
+      const { job } = started.structuredContent;
+      assert.deepEqual([job.cmd, job.name, job.state, job.source, job.startedBy], ["echo job-out; sleep 30", "server", "running", "mcp", "job-agent"]);
+      assert.deepEqual(JSON.parse(started.content[0].text), started.structuredContent, "the same as text");
+      let status;
+      for (let i = 0; i < 50 && !status?.structuredContent.job.output; i++) {
+        await sleep(100);
+        status = await c.callTool({ name: "job_status", arguments: { jobId: job.id } });
+      }
+      assert.deepEqual([status.structuredContent.job.state, status.structuredContent.job.output], ["running", "job-out\n"]);
+      const stopped = await c.callTool({ name: "stop_job", arguments: { jobId: job.id } });
+      assert.equal(stopped.structuredContent.job.state, "stopped", JSON.stringify(stopped));
+      const bad = await c.callTool({ name: "job_status", arguments: { jobId: "nope" } });
+      assert.deepEqual([bad.isError, bad.content[0].text], [true, "`jobId` must be a job's id, as start_job gave it"]);
+      await service()("PUT", `/api/rooms/${room}/policy`, { deny: ["sleep"] });
+      const denied = await c.callTool({ name: "start_job", arguments: { cmd: "sleep 1" } });
+      assert.deepEqual([denied.isError, denied.content[0].text], [true, "not run: denied by the room's rule `sleep`"]);
+      await service()("PUT", `/api/rooms/${room}/policy`, { agentCommands: "ask", deny: [] });
+      const asking = c.callTool({ name: "start_job", arguments: { cmd: "echo approved" } });
+      let waiting;
+      for (let i = 0; i < 50 && !waiting; i++) {
+        await sleep(100);
+        [waiting] = (await service()("GET", `/api/rooms/${room}/approvals`)).json.approvals;
+      }
+      assert.equal(waiting.command, "echo approved");
+      await service()("POST", `/api/rooms/${room}/approvals/${waiting.id}`, { decision: "approve", userId: "ana" });
+      const approved = await asking;
+      assert.equal(approved.structuredContent.job.cmd, "echo approved", JSON.stringify(approved));
+      const audit = (await service()("GET", `/api/rooms/${room}/audit`)).json.entries;
+      assert.deepEqual(
+        audit.map((e) => [e.tool, e.command, e.outcome, e.rule ?? e.decidedBy ?? null]),
+        [
+          ["start_job", "echo approved", "ran", "ana"],
+          ["start_job", "sleep 1", "refused", "sleep"],
+          ["job_status", "nope", "failed", null],
+          ["stop_job", job.id, "ran", null],
+          ...audit.slice(4, -1).map(() => ["job_status", job.id, "ran", null]),
+          ["start_job", "echo job-out; sleep 30", "ran", null],
+        ],
+      );
+    } finally {
+      await c.close();
+    }
   });
 
   test("a room carries out at most 8 calls at once; the ninth is told to try again", async () => {
@@ -166,10 +229,14 @@ describe("each room is an MCP server", () => {
     const out = spawnSync(python, [script, mcpUrl(room), writer, watcherToken], { encoding: "utf8", timeout: 60_000 });
     assert.equal(out.status, 0, out.stderr);
     const said = JSON.parse(out.stdout);
-    assert.deepEqual(said.tools, ["run_command", "read_history", "send_message"]);
+    assert.deepEqual(said.tools, ["run_command", "start_job", "job_status", "stop_job", "read_history", "send_message"]);
+    assert.match(said.started.id, /^j[0-9a-f]{16}$/);
+    assert.deepEqual([said.started.cmd, said.started.state, said.started.source, said.started.startedBy], ["sleep 30", "running", "mcp", "py-agent"]);
+    assert.deepEqual([said.status.id, said.status.state], [said.started.id, "running"]);
+    assert.equal(said.stopped.state, "stopped");
     assert.deepEqual([said.exitCode, said.stdout], [0, "from-python\n"]);
     assert.deepEqual(said.history.map((m) => m.text), ["before python", "echo: before python"]);
-    assert.deepEqual(said.watcherTools, ["read_history"]);
+    assert.deepEqual(said.watcherTools, ["job_status", "read_history"]);
     assert.deepEqual(said.refused, { isError: true, text: "run_command needs the writer role; this token gives watcher" });
     const command = await feed.until((events) => events.find((e) => e.type === "command" && e.source === "mcp"));
     assert.deepEqual([command.cmd, command.askedBy], ["echo from-python", "py-agent"]);
@@ -178,7 +245,14 @@ describe("each room is an MCP server", () => {
     const audit = await service()("GET", `/api/rooms/${room}/audit`);
     assert.deepEqual(
       audit.json.entries.map((e) => [e.tool, e.outcome, e.askedBy]),
-      [["run_command", "refused", "py-watcher"], ["read_history", "ran", "py-agent"], ["run_command", "ran", "py-agent"]],
+      [
+        ["run_command", "refused", "py-watcher"],
+        ["read_history", "ran", "py-agent"],
+        ["stop_job", "ran", "py-agent"],
+        ["job_status", "ran", "py-agent"],
+        ["start_job", "ran", "py-agent"],
+        ["run_command", "ran", "py-agent"],
+      ],
     );
   });
 
@@ -196,7 +270,7 @@ describe("each room is an MCP server", () => {
     const old = await rpc(room, batch);
     assert.equal(old.status, 200);
     assert.deepEqual(old.json.map((r) => r.id), [1, 2]);
-    assert.equal(old.json[1].result.tools.length, 3);
+    assert.equal(old.json[1].result.tools.length, 6);
     const nine = await rpc(room, Array.from({ length: 9 }, (_, i) => request("ping", {}, i + 1)));
     assert.equal(nine.status, 400, "a batch holds at most 8 messages");
     assert.equal(nine.json.error.code, -32600);

@@ -1,7 +1,9 @@
-// The agent's native tool: models that call functions in the OpenAI shape
-// are offered `run_command` and ask for commands with tool calls; each call
-// is answered by a `tool` turn with its id, on both AI backends. Models
-// without tools, and answers that write <run> tags anyway, keep the tags.
+// The agent's native tools: models that call functions in the OpenAI shape
+// are offered `run_command` and the job tools (`start_job`, `job_status`,
+// `stop_job`) and ask for commands with tool calls; each call is answered
+// by a `tool` turn with its id, on both AI backends. A job's start is a
+// command for the room's policy. Models without tools, and answers that
+// write <run> tags anyway, keep the tags.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
@@ -33,7 +35,7 @@ for (const backend of ["workers-ai", "openai"]) {
       const [first, second, ...more] = inputs(since);
       assert.equal(more.length, 0, "two model calls");
       assert.equal(first.stream, true);
-      assert.deepEqual(first.tools.map((t) => [t.type, t.function.name]), [["function", "run_command"]]);
+      assert.deepEqual(first.tools.map((t) => [t.type, t.function.name]), [["function", "run_command"], ["function", "start_job"], ["function", "job_status"], ["function", "stop_job"]]);
       assert.deepEqual(first.tools[0].function.parameters.required, ["command"]);
       assert.match(first.messages[0].content, /call the run_command tool/);
       assert.doesNotMatch(first.messages[0].content, /<run>/);
@@ -72,7 +74,7 @@ for (const backend of ["workers-ai", "openai"]) {
       const said = JSON.parse(res.json.reply.slice(res.json.reply.indexOf("recovered: ") + "recovered: ".length));
       assert.deepEqual(said, [
         "error: the arguments of run_command are not a JSON object",
-        "error: there is no tool `delete_everything`; the only tool is run_command",
+        "error: there is no tool `delete_everything`; the tools are run_command, start_job, job_status and stop_job",
       ]);
       assert.doesNotMatch(res.json.reply, /Output \(/, "nothing ran");
       const audit = await worker.api("GET", `${r}/audit`);
@@ -110,6 +112,70 @@ for (const backend of ["workers-ai", "openai"]) {
       const [entry] = (await worker.api("GET", `${r}/audit`)).json.entries;
       assert.equal(entry.command, "echo approved-call");
       assert.equal(entry.decidedBy, "ana");
+      feed.close();
+    });
+
+    /** What the `job` script heard last, from the reply that ends with it. */
+    const heard = (reply) => JSON.parse(reply.slice(reply.indexOf("heard: ") + "heard: ".length));
+    const JOB = "j[0-9a-f]{16}";
+
+    test("a job: start_job answers at once with its id; job_status tells its state, exit code and last output", async () => {
+      const r = room();
+      const since = callCount();
+      const res = await worker.api("POST", `${r}/message`, { text: "job job_status echo built-it; exit 3", userId: "ana" });
+      assert.equal(res.status, 200, res.text);
+      const [first, second] = inputs(since);
+      assert.match(first.messages[0].content, /start a job with start_job and check on it with job_status rather than waiting/);
+      const started = second.messages.at(-1);
+      assert.equal(started.role, "tool");
+      assert.match(started.content, new RegExp(`^\\$ echo built-it; exit 3\njob (${JOB}): running$`));
+      const id = started.content.match(JOB)[0];
+      assert.deepEqual(heard(res.json.reply), [`$ job_status ${id}\njob ${id}: exited, exit code 3\noutput (its last 2000 bytes at most):\nbuilt-it`]);
+      assert.ok(
+        res.json.reply.startsWith(`Output (echo built-it; exit 3):\njob ${id}: running\n\nChecking.\n\nOutput (job_status ${id}):\njob ${id}: exited, exit code 3\noutput (its last 500 bytes at most):\nbuilt-it\n\nheard: `),
+        res.json.reply,
+      );
+      const { jobs } = (await worker.api("GET", `${r}/jobs`)).json;
+      assert.deepEqual(jobs.map((j) => [j.id, j.cmd, j.name, j.source, j.startedBy, j.state, j.exitCode]), [[id, "echo built-it; exit 3", "bg", "agent", "ana", "exited", 3]]);
+      const audit = (await worker.api("GET", `${r}/audit`)).json.entries;
+      assert.deepEqual(audit.map((e) => [e.command, e.source, e.outcome, e.askedBy, e.tool]), [["echo built-it; exit 3", "agent", "ran", "ana", undefined]], "the start, not the status");
+    });
+
+    test("stop_job stops a running job and tells how it ended", async () => {
+      const r = room();
+      const res = await worker.api("POST", `${r}/message`, { text: "job stop_job sleep 60" });
+      assert.equal(res.status, 200, res.text);
+      const [said] = heard(res.json.reply);
+      assert.match(said, new RegExp(`^\\$ stop_job (${JOB})\njob \\1: stopped, exit code \\d+$`));
+      const { jobs } = (await worker.api("GET", `${r}/jobs`)).json;
+      assert.deepEqual(jobs.map((j) => j.state), ["stopped"]);
+    });
+
+    test("start_job is a command for the room's policy: in ask it waits for a writer; a deny rule refuses it", async () => {
+      const id = randomUUID();
+      const r = `/api/rooms/${id}`;
+      await worker.api("PUT", `${r}/policy`, { agentCommands: "ask", deny: ["rm"] });
+      const feed = watch(worker.url, id);
+      await feed.opened;
+      const res = await worker.api("POST", `${r}/message`, { text: "job job_status echo approved-job", userId: "bo" });
+      assert.equal(res.status, 200, res.text);
+      const [waiting, ...more] = res.json.approvals;
+      assert.deepEqual([waiting.command, more.length], ["echo approved-job", 0]);
+      assert.deepEqual((await worker.api("GET", `${r}/jobs`)).json.jobs, [], "nothing started before the approval");
+      const decided = await worker.api("POST", `${r}/approvals/${waiting.id}`, { decision: "approve", userId: "ana" });
+      assert.equal(decided.status, 200, decided.text);
+      // Its status needs no approval: the exchange goes on to the end.
+      const done = await feed.until((events) => events.find((e) => e.type === "message" && e.message.role === "agent" && e.message.text.includes("heard: ")));
+      assert.match(heard(done.message.text)[0], new RegExp(`^\\$ job_status ${JOB}\njob ${JOB}: exited, exit code 0\noutput [^\n]*\napproved-job$`));
+      const started = (await worker.api("GET", `${r}/audit`)).json.entries.find((e) => e.command === "echo approved-job");
+      assert.deepEqual([started.source, started.outcome, started.askedBy, started.decidedBy], ["agent", "ran", "bo", "ana"]);
+      const denied = await worker.api("POST", `${r}/message`, { text: "job job_status rm -rf /tmp/x" });
+      assert.equal(denied.status, 200, denied.text);
+      assert.match(denied.json.reply, /Error \(rm -rf \/tmp\/x\):\nthe room's rule `rm` denies it/);
+      assert.deepEqual(heard(denied.json.reply), ["$ rm -rf /tmp/x\nnot run: the room's rule `rm` denies it"]);
+      const [refused] = (await worker.api("GET", `${r}/audit`)).json.entries;
+      assert.deepEqual([refused.command, refused.outcome, refused.rule], ["rm -rf /tmp/x", "refused", "rm"]);
+      assert.equal((await worker.api("GET", `${r}/jobs`)).json.jobs.length, 1, "the denied job never started");
       feed.close();
     });
 

@@ -1,6 +1,7 @@
 """The official Python MCP SDK against a room, in the SDK's default mode:
 with a writer's token it lists the tools, runs a command and reads the
-history; with a watcher's, it lists the tools and is refused a command.
+history, and starts a job, reads its status and stops it; with a
+watcher's, it lists the tools and is refused a command.
 Prints what it saw as JSON."""
 
 import asyncio
@@ -23,11 +24,19 @@ async def session(url: str, token: str, act):
 
 async def as_writer(client):
     ran = await client.call_tool("run_command", {"command": "echo from-python"})
+    started = await client.call_tool("start_job", {"cmd": "sleep 30"})
+    job = lambda result: (result.structured_content or {}).get("job") or {}
+    job_id = {"jobId": job(started).get("id")}
+    status = await client.call_tool("job_status", job_id)
+    stopped = await client.call_tool("stop_job", job_id)
     history = await client.call_tool("read_history", {})
     said = ran.structured_content or {}
     return {
         "exitCode": said.get("exitCode"),
         "stdout": said.get("stdout"),
+        "started": job(started),
+        "status": job(status),
+        "stopped": job(stopped),
         "history": (history.structured_content or {}).get("messages"),
     }
 

@@ -55,6 +55,9 @@ function runs(tools, text, commands) {
 //   tool-timeout <ms> <cmd>  one call {command, timeoutMs}; then "saw: …"
 //   badtool           a call with arguments that are not JSON and a call of an unknown
 //                     tool; then "recovered: <JSON of the results it was given>"
+//   job <tool> <cmd>  a start_job call of <cmd>; a second later, a call of <tool>
+//                     (job_status or stop_job) on the job it started; then
+//                     "heard: <JSON of the results it was given>"
 //   tagged <cmd>      "Let me check. <run><cmd></run>" even with tools; then "saw: …"
 //   forever           runs "echo <round>" in every answer, never done
 //   greedy            asks for five commands in every answer
@@ -88,6 +91,13 @@ export function script(messages, { tools = false } = {}) {
     case "badtool":
       if (round > 0) return `recovered: ${JSON.stringify(lastResults(messages))}`;
       return tools ? { text: null, calls: [{ name: "run_command", arguments: '{"command": "ls"' }, { name: "delete_everything", arguments: "{}" }] } : "<run>ls</run>";
+    case "job": {
+      const [tool, ...cmd] = rest;
+      if (round === 0) return { text: null, calls: [{ name: "start_job", arguments: JSON.stringify({ cmd: cmd.join(" "), name: "bg" }) }] };
+      const jobId = /^job (j[0-9a-f]{16}):/m.exec(lastResults(messages).join("\n"))?.[1];
+      if (round > 1 || !jobId) return `heard: ${JSON.stringify(lastResults(messages))}`;
+      return sleep(1000).then(() => ({ text: "Checking.", calls: [{ name: tool, arguments: JSON.stringify({ jobId }) }] }));
+    }
     case "forever":
       return `Round ${round}. <run>echo ${round}</run>`;
     case "greedy":

@@ -24,7 +24,8 @@ use crate::api::limits::{
     MODEL_OUTPUT_CHARS,
 };
 use crate::exchange::run_tags::{self, answer_text, quoted, Outcome};
-use crate::exchange::tools::{self, Command};
+use crate::exchange::tools;
+use crate::room::calls::Command;
 use crate::text::first_chars;
 
 /// How a results turn begins, so the model can tell it from a person.

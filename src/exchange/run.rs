@@ -41,9 +41,9 @@ use crate::exchange::context;
 use crate::exchange::rounds::{self, commands_allowed, FollowUp, Round, Stop};
 use crate::exchange::run_tags::Outcome;
 use crate::exchange::shown::Shown;
-use crate::exchange::tools::{self, Command, Kind};
+use crate::exchange::tools;
 use crate::feed::event::Event;
-use crate::room::calls::SandboxObject;
+use crate::room::calls::{Command, Kind, SandboxObject};
 use crate::runtime::{clock, random, timeout};
 
 /// What an exchange came to: its rounds and why it ended.

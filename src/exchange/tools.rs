@@ -24,7 +24,7 @@ use crate::ai::messages::ToolCall;
 use crate::api::limits::MAX_RUNS_PER_ANSWER;
 use crate::api::shapes::{JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use crate::api::validate;
-use crate::approvals::policy::{Policy, Verdict};
+use crate::room::calls::{Command, Kind};
 
 /// Calls as strings, each its id, name and arguments: how they are stored.
 /// A string list is read by a parser the worker has anyway, where derived
@@ -48,45 +48,6 @@ pub fn unflatten(strings: &[String]) -> Vec<ToolCall> {
         .chunks_exact(3)
         .map(|call| ToolCall::new(call[0].clone(), call[1].clone(), call[2].clone()))
         .collect()
-}
-
-/// A command a call asks for: what it runs (for a job's status or stop,
-/// the call as the room's reply names it), the time limit it asks for if
-/// any, and what the sandbox is asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub cmd: String,
-    pub timeout_ms: Option<u64>,
-    pub kind: Kind,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
-    Run,
-    /// With the job's name, if given.
-    StartJob(Option<String>),
-    JobStatus(u64),
-    StopJob(u64),
-}
-
-impl Command {
-    /// A `<run>` tag's command.
-    pub fn run(cmd: &str) -> Self {
-        Self {
-            cmd: cmd.to_owned(),
-            timeout_ms: None,
-            kind: Kind::Run,
-        }
-    }
-
-    /// What the room's policy says of it: a job's status or stop runs
-    /// nothing new, so it is not asked.
-    pub fn judged(&self, policy: &Policy) -> Verdict {
-        match self.kind {
-            Kind::JobStatus(_) | Kind::StopJob(_) => Verdict::Run { rule: None },
-            _ => policy.judge(&self.cmd),
-        }
-    }
 }
 
 /// The command `call` asks for, or why it asks for none (the text of its
@@ -147,6 +108,7 @@ pub fn commands(calls: &[ToolCall]) -> (Vec<Command>, usize) {
 mod tests {
     use super::*;
     use crate::api::limits::{EXEC_MAX_TIMEOUT_MS, MODEL_OUTPUT_CHARS};
+    use crate::approvals::policy::{Policy, Verdict};
 
     fn call(name: &str, arguments: &str) -> ToolCall {
         ToolCall::new("call_1".into(), name.into(), arguments.into())

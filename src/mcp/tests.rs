@@ -119,10 +119,17 @@ fn ping_and_tools_list_by_role() {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect::<Vec<_>>()
     };
-    assert_eq!(list(RoomRole::Watcher), ["read_history"]);
+    assert_eq!(list(RoomRole::Watcher), ["job_status", "read_history"]);
     assert_eq!(
         list(RoomRole::Writer),
-        ["run_command", "read_history", "send_message"]
+        [
+            "run_command",
+            "start_job",
+            "job_status",
+            "stop_job",
+            "read_history",
+            "send_message"
+        ]
     );
 }
 
@@ -333,7 +340,7 @@ fn modern_discover_list_and_call() {
         (json!("complete"), json!("private"))
     );
     assert!(result["ttlMs"].is_u64());
-    assert_eq!(result["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(result["tools"].as_array().unwrap().len(), 2);
     let params = json!({"name": "run_command", "arguments": {"command": "ls"}});
     let Ok(Post { mut items, .. }) = post(
         modern_headers("tools/call", Some("run_command")),

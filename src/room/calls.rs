@@ -17,7 +17,7 @@ use crate::api::route::{self, job_id, job_number, Action, Route};
 use crate::api::shapes::{exec_result, messages_of, sandbox_name, AuditEntry, Message, Source};
 use crate::api::ApiError;
 use crate::approvals::audit::Consent;
-use crate::exchange::tools::{Command, Kind};
+use crate::approvals::policy::{Policy, Verdict};
 use crate::feed::event::Event;
 use crate::jobs::Seen;
 use crate::runtime::{bindings, body, internal};
@@ -36,6 +36,47 @@ struct AgentExecBody<'a> {
     user_id: Option<&'a str>,
     decided_by: Option<&'a str>,
     rule: Option<&'a str>,
+}
+
+/// A command of the agent's or an MCP client's tool call (read by
+/// `exchange::tools`), as the Sandbox object is asked to carry it out: what
+/// it runs (for a job's status or stop,
+/// the call as the room's reply names it), the time limit it asks for if
+/// any, and what the sandbox is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub cmd: String,
+    pub timeout_ms: Option<u64>,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Run,
+    /// With the job's name, if given.
+    StartJob(Option<String>),
+    JobStatus(u64),
+    StopJob(u64),
+}
+
+impl Command {
+    /// A `<run>` tag's command.
+    pub fn run(cmd: &str) -> Self {
+        Self {
+            cmd: cmd.to_owned(),
+            timeout_ms: None,
+            kind: Kind::Run,
+        }
+    }
+
+    /// What the room's policy says of it: a job's status or stop runs
+    /// nothing new, so it is not asked.
+    pub fn judged(&self, policy: &Policy) -> Verdict {
+        match self.kind {
+            Kind::JobStatus(_) | Kind::StopJob(_) => Verdict::Run { rule: None },
+            _ => policy.judge(&self.cmd),
+        }
+    }
 }
 
 /// A call from one of a room's objects to the other.

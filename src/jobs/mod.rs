@@ -53,8 +53,7 @@ impl Seen {
         Some(Self {
             id: text("id")?,
             state: text("state")?,
-            // The job's table may write it as a real number (`3.0`).
-            exit_code: job["exitCode"].as_f64().map(|code| code as i64),
+            exit_code: job["exitCode"].as_i64(),
             output: text("output").unwrap_or_default(),
         })
     }
@@ -157,7 +156,7 @@ mod tests {
         let started = read(r#"{"job":{"id":"j1","state":"running","exitCode":null}}"#).unwrap();
         assert_eq!(started.said(5), "job j1: running");
         let ended =
-            read(r#"{"job":{"id":"j1","state":"exited","exitCode":2.0,"output":"abcdéfg\n"}}"#);
+            read(r#"{"job":{"id":"j1","state":"exited","exitCode":2,"output":"abcdéfg\n"}}"#);
         assert_eq!(
             ended.unwrap().said(5),
             "job j1: exited, exit code 2\noutput (its last 5 bytes at most):\néfg"

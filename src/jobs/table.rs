@@ -117,10 +117,12 @@ impl Jobs {
         exit_code: Option<i64>,
         ended_at: &str,
     ) -> worker::Result<Option<String>> {
+        // A JavaScript number reaches SQLite as a real: the cast keeps `3`
+        // from being written `3.0`.
         let exit_code = exit_code.map_or(SqlStorageValue::Null, Into::into);
         let row = sql::value(self.sql.exec(
             "UPDATE jobs SET running = 0,
-                job = json_set(job, '$.state', ?, '$.exitCode', ?, '$.endedAt', ?)
+                job = json_set(job, '$.state', ?, '$.exitCode', CAST(? AS INTEGER), '$.endedAt', ?)
              WHERE id = ? AND running = 1 RETURNING job",
             vec![state.into(), exit_code, ended_at.into(), id.into()],
         )?)?;

@@ -132,6 +132,7 @@ describe("jobs (SANDBOX_URL)", () => {
     const stopped = await on.stop(obeys.id);
     assert.equal(stopped.status, 200, stopped.text);
     assert.deepEqual([stopped.json.job.state, stopped.json.job.exitCode], ["stopped", 143]);
+    assert.match(stopped.text, /"exitCode":143[,}]/, "an integer on the wire, as a Go client decodes it");
     assert.ok(Date.now() - began < 3_000, `${Date.now() - began} ms`);
     began = Date.now();
     const killed = await on.stop(ignores.id);

@@ -124,7 +124,7 @@ commands unless asked.`;
 const SYSTEM_PROMPTS = { tags: systemPrompt(HOW_TO_RUN.tags), tools: systemPrompt(HOW_TO_RUN.tools) };
 // The agent's tools, as the model's input carries them (`tools`). This worker
 // has no jobs: it offers their tools, as the Rust worker does, and answers
-// their calls as calls of no tool.
+// their calls with an error turn saying so.
 const TOOLS = JSON.parse(`[{"type": "function", "function": {
   "name": "${RUN_COMMAND}",
   "description": "Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most ${MAX_RUNS_PER_ANSWER} commands per answer.",
@@ -887,10 +887,13 @@ function parseRunTags(answer) {
   return { prose, commands: commands.slice(0, MAX_RUNS_PER_ANSWER), skipped: Math.max(0, commands.length - MAX_RUNS_PER_ANSWER) };
 }
 
+const JOB_TOOLS = ["start_job", "job_status", "stop_job"];
+
 /** The command a tool call asks for, `{cmd, timeoutMs?}`, or `{why}` it asks for none (its error turn). */
 function commandOf(call) {
   const { name, arguments: text } = call.function;
-  if (name !== RUN_COMMAND) return { why: `there is no tool \`${name}\`; the only tool is ${RUN_COMMAND}` };
+  if (JOB_TOOLS.includes(name)) return { why: `${name}: this worker runs no jobs` };
+  if (name !== RUN_COMMAND) return { why: `there is no tool \`${name}\`; the tools are ${RUN_COMMAND}, start_job, job_status and stop_job` };
   let args;
   try {
     args = JSON.parse(text);

@@ -123,10 +123,7 @@ pub struct Exec {
 pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
     let object = json_object(body)?;
     let mut errors = FieldErrors::new();
-    let cmd = required_string(&object, "cmd", &mut errors);
-    if let Some(cmd) = cmd {
-        command(cmd).unwrap_or_else(|why| errors.entry("cmd").or_default().push(why));
-    }
+    let cmd = required_command(&object, &mut errors);
     let timeout_ms = optional_integer(
         &object,
         "timeoutMs",
@@ -147,6 +144,22 @@ pub fn exec_request(body: &[u8]) -> Result<Exec, ApiError> {
             rule,
         }),
         _ => Err(ApiError::Invalid(errors)),
+    }
+}
+
+/// The body's `cmd`, a [`command`] (an exec's or a job's); its faults go
+/// to `errors`.
+fn required_command<'a>(
+    object: &'a Map<String, Value>,
+    errors: &mut FieldErrors,
+) -> Option<&'a str> {
+    let cmd = required_string(object, "cmd", errors)?;
+    match command(cmd) {
+        Ok(()) => Some(cmd),
+        Err(why) => {
+            errors.entry("cmd").or_default().push(why);
+            None
+        }
     }
 }
 
@@ -176,10 +189,7 @@ pub struct NewJob {
 pub fn job_request(body: &[u8]) -> Result<NewJob, ApiError> {
     let object = json_object(body)?;
     let mut errors = FieldErrors::new();
-    let cmd = required_string(&object, "cmd", &mut errors);
-    if let Some(Err(why)) = cmd.map(command) {
-        errors.entry("cmd").or_default().push(why);
-    }
+    let cmd = required_command(&object, &mut errors);
     let name = optional_name(&object, "name", &mut errors);
     let user_id = optional_name(&object, "userId", &mut errors);
     let (decided_by, rule) = consent(&object);

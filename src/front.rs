@@ -132,8 +132,8 @@ async fn dispatch(
     let origin = header_of(&req, "origin")?;
     let content_type = header_of(&req, "content-type")?;
     hosts.check(action, url, origin.as_deref(), content_type.as_deref())?;
-    if action.has_body() {
-        body::check_declared_length(&req)?;
+    if let Some(limit) = action.body_limit() {
+        body::check_declared_length(&req, limit)?;
     }
     let stub = room::calls::serving(env, &room, action)?.into_rpc::<DurableObject>();
     let answer = JsFuture::from(stub.fetch_with_request(&req)?).await?;

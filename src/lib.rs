@@ -12,7 +12,8 @@
 //! exchange mcp           an exchange's rounds; the room as an MCP server
 //! room                   the typed calls between the two objects; the clock
 //! feed                   the live feed: events, the room's log, fan-out
-//! access approvals jobs  roles and tokens; policy, approvals, the audit; jobs
+//! access approvals      roles and tokens; policy, approvals, the audit;
+//! jobs files             jobs; the workspace's files
 //! ai web                 the model backends and their input; the page
 //! runtime                glue to the Workers runtime
 //! api                    the HTTP contract as data
@@ -25,6 +26,8 @@
 //!   what the room said of a command, the audit;
 //! - [`jobs`]: the room's jobs, commands that outlive a request: their
 //!   shape, bounds and table;
+//! - [`files`]: the workspace's files by path: what a change is and how
+//!   the room names it;
 //! - [`feed`]: what watchers receive and send, the room's log, fan-out;
 //! - [`room`]: the calls between the two objects and the room's clock;
 //!   `sandbox` knows nothing of `agent` or `exchange`, and `agent` reaches
@@ -59,6 +62,7 @@ pub mod approvals;
 pub mod base64url;
 pub mod exchange;
 pub mod feed;
+pub mod files;
 pub mod front;
 pub mod jobs;
 pub mod mcp;

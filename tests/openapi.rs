@@ -80,7 +80,7 @@ fn every_error() -> Vec<ApiError> {
         ApiError::NotJson,
         ApiError::NotFound,
         ApiError::MethodNotAllowed("GET"),
-        ApiError::PayloadTooLarge,
+        ApiError::PayloadTooLarge(0),
         ApiError::UnreadableBody(String::new()),
         ApiError::CleanedUp,
         ApiError::NoKeptArchive,
@@ -119,7 +119,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::NotJson
             | ApiError::NotFound
             | ApiError::MethodNotAllowed(_)
-            | ApiError::PayloadTooLarge
+            | ApiError::PayloadTooLarge(_)
             | ApiError::UnreadableBody(_)
             | ApiError::CleanedUp
             | ApiError::NoKeptArchive
@@ -200,9 +200,10 @@ fn room_ids() {
     assert!(sandbox_name.contains(&format!("{{1,{MAX_ROOM_ID_CHARS}}}")));
     for (path, item) in doc["paths"].as_object().unwrap() {
         if path.contains("{roomId}") {
+            // The room first; the files' path beside it.
             assert_eq!(
-                item["parameters"],
-                json!([{"$ref": "#/components/parameters/RoomId"}]),
+                item["parameters"][0],
+                json!({"$ref": "#/components/parameters/RoomId"}),
                 "{path}"
             );
         }
@@ -272,6 +273,7 @@ fn history_is_bounded_and_ts_is_int64() {
     assert_eq!(schemas["Message"]["properties"]["ts"]["format"], "int64");
 }
 
+/// Every body's limit is its route's: JSON's, or a file's bytes.
 #[test]
 fn every_request_body_has_the_body_limit_and_a_413() {
     let doc = doc();
@@ -281,9 +283,12 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             continue;
         };
         bodies += 1;
+        let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
+            panic!("{method} {path}");
+        };
         assert_eq!(
-            resolve(&doc, body)["x-max-body-bytes"],
-            MAX_BODY_BYTES,
+            resolve(&doc, body)["x-max-body-bytes"].as_u64(),
+            action.body_limit(),
             "{method} {path}"
         );
         assert!(
@@ -291,7 +296,7 @@ fn every_request_body_has_the_body_limit_and_a_413() {
             "{method} {path} documents 413"
         );
     }
-    assert_eq!(bodies, 8);
+    assert_eq!(bodies, 9);
     let too_large = doc["components"]["responses"]["PayloadTooLarge"]["description"]
         .as_str()
         .unwrap();
@@ -335,6 +340,9 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             ("GET", "/api/rooms/{roomId}/jobs") => room(Action::Jobs),
             ("GET", "/api/rooms/{roomId}/jobs/{jobId}") => room(Action::Job { job: 1 }),
             ("DELETE", "/api/rooms/{roomId}/jobs/{jobId}") => room(Action::StopJob { job: 1 }),
+            ("GET", "/api/rooms/{roomId}/files") => room(Action::ReadFile),
+            ("PUT", "/api/rooms/{roomId}/files") => room(Action::WriteFile),
+            ("DELETE", "/api/rooms/{roomId}/files") => room(Action::DeleteFile),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");
@@ -398,7 +406,10 @@ fn every_status_the_worker_gives_but_500_is_documented() {
         let Ok(Route::Room { action, .. }) = route::parse(&method, &concrete(&path)) else {
             continue;
         };
-        let forbidden = roles::needed(action) > RoomRole::Watcher || action.needs_own_origin();
+        // A file's path may also lead out through a symlink (403).
+        let forbidden = roles::needed(action) > RoomRole::Watcher
+            || action.needs_own_origin()
+            || action == Action::ReadFile;
         let codes = [
             ("401", true),
             ("403", forbidden),

@@ -81,6 +81,7 @@ fn rust_limits() -> BTreeMap<&'static str, u64> {
         JOB_LOG_BYTES,
         JOB_LOG_EVENTS,
         JOB_MAX_SECONDS,
+        FILE_TRANSFER_MS,
         MAX_STREAM_BYTES,
     ]
 }

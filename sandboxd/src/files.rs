@@ -27,7 +27,7 @@ use std::io::{Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use duet_wire::file::{FileWritten, MAX_FILE_BYTES, PATH, RECURSIVE};
+use duet_wire::file::{FileChanged, MAX_FILE_BYTES, PATH, RECURSIVE};
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Bytes, Incoming};
 use hyper::header::{
@@ -57,11 +57,14 @@ pub async fn handle(
         Method::GET => get(root, path, req).await,
         Method::PUT => put(root, path, req).await,
         _ => {
+            let shown = path.shown();
             workspace::blocking(move || open(&root)?.delete(&path, recursive)).await?;
-            Ok(json(
-                StatusCode::OK,
-                &serde_json::json!({ "deleted": true }),
-            ))
+            let deleted = FileChanged {
+                path: shown,
+                size: None,
+                deleted: true,
+            };
+            Ok(json(StatusCode::OK, &deleted))
         }
     }
 }
@@ -138,7 +141,12 @@ async fn put(
     // On an error the pending file is dropped, which removes it.
     let size = receive(&mut body, Some(file), BODY_WAIT).await?;
     workspace::blocking(move || pending.commit()).await?;
-    Ok(json(StatusCode::OK, &FileWritten { path: shown, size }))
+    let written = FileChanged {
+        path: shown,
+        size: Some(size),
+        deleted: false,
+    };
+    Ok(json(StatusCode::OK, &written))
 }
 
 /// Writes `body` into `file` (or only reads it, without one) and returns

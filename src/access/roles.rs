@@ -28,15 +28,18 @@ pub fn needed(action: Action) -> RoomRole {
         | Action::Approvals
         | Action::Mcp
         | Action::Jobs
-        | Action::Job { .. } => RoomRole::Watcher,
-        // The kept archive is the room's files, which a watcher never sees
-        // but a writer can read with any command.
+        | Action::Job { .. }
+        | Action::ReadFile => RoomRole::Watcher,
+        // The kept archive holds the files a failed wake could not bring
+        // back, for a writer to put back.
         Action::SendMessage
         | Action::Exec
         | Action::KeptArchive
         | Action::Decide { .. }
         | Action::StartJob
-        | Action::StopJob { .. } => RoomRole::Writer,
+        | Action::StopJob { .. }
+        | Action::WriteFile
+        | Action::DeleteFile => RoomRole::Writer,
         // The audit names who did what, over the room's whole life.
         Action::Cleanup | Action::Invite | Action::Revoke | Action::SetPolicy | Action::Audit => {
             RoomRole::Owner

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use duet_wire::job::MAX_RUNNING_JOBS;
 
-use super::limits::{ENDED_JOBS_KEPT, MAX_BODY_BYTES};
+use super::limits::ENDED_JOBS_KEPT;
 use super::role::RoomRole;
 
 /// Per-field validation messages, as sent in `details`.
@@ -24,6 +24,7 @@ GET /api/rooms/{roomId}/approvals, POST /api/rooms/{roomId}/approvals/{approvalI
 GET /api/rooms/{roomId}/audit, POST /api/rooms/{roomId}/mcp, \
 POST /api/rooms/{roomId}/jobs, GET /api/rooms/{roomId}/jobs, \
 GET /api/rooms/{roomId}/jobs/{jobId}, DELETE /api/rooms/{roomId}/jobs/{jobId}, \
+GET /api/rooms/{roomId}/files, PUT /api/rooms/{roomId}/files, DELETE /api/rooms/{roomId}/files, \
 GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
 GET /assets/{name}, HEAD /assets/{name}";
 
@@ -66,8 +67,8 @@ pub enum ApiError {
     NotFound,
     #[error("method not allowed; allowed: {0}")]
     MethodNotAllowed(&'static str),
-    #[error("request body too large: the limit is {MAX_BODY_BYTES} bytes")]
-    PayloadTooLarge,
+    #[error("request body too large: the limit is {0} bytes")]
+    PayloadTooLarge(u64),
     #[error("request body could not be read: {0}")]
     UnreadableBody(String),
     #[error(
@@ -142,7 +143,7 @@ impl ApiError {
             Self::CleanedUp | Self::OpenAccess | Self::AlreadyDecided(_) => 409,
             Self::MisdirectedHost { .. } => 421,
             Self::NotAWebSocket => 426,
-            Self::PayloadTooLarge => 413,
+            Self::PayloadTooLarge(_) => 413,
             Self::NotJson => 415,
             Self::TooManyJobs => 429,
             Self::Internal(_) => 500,
@@ -211,7 +212,7 @@ mod tests {
 
     #[test]
     fn statuses() {
-        assert_eq!(ApiError::PayloadTooLarge.status(), 413);
+        assert_eq!(ApiError::PayloadTooLarge(1).status(), 413);
         assert_eq!(ApiError::UnreadableBody("x".into()).status(), 400);
         assert_eq!(ApiError::CleanedUp.status(), 409);
         assert_eq!(ApiError::Unauthorized.status(), 401);

@@ -128,3 +128,10 @@ pub const JOB_LOG_BYTES: u64 = 64 * 1024;
 pub const JOB_LOG_EVENTS: u64 = 128;
 /// Default `JOB_MAX_SECONDS`: a job's longest life, then sandboxd stops it.
 pub const JOB_MAX_SECONDS: u64 = 6 * 3600;
+/// The largest file written, or read whole, by `…/files` (this route's own
+/// body limit; a larger file is read in parts with `Range`).
+pub use duet_wire::file::MAX_FILE_BYTES;
+/// How long a file's bytes may take on their way to or from sandboxd:
+/// sandboxd gives a body up after a minute (408), and the margin is
+/// [`SANDBOXD_MARGIN_MS`].
+pub const FILE_TRANSFER_MS: u64 = 60_000 + SANDBOXD_MARGIN_MS;

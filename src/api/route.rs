@@ -3,7 +3,7 @@
 //! (they also take the calls of `room::calls`, which are not public).
 
 use super::error::ApiError;
-use super::limits::MAX_ROOM_ID_CHARS;
+use super::limits::{MAX_BODY_BYTES, MAX_FILE_BYTES, MAX_ROOM_ID_CHARS};
 
 /// What a request asks of a room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,12 @@ pub enum Action {
     StopJob {
         job: u64,
     },
+    /// The workspace's files (`files`), by the `path` in the query: a
+    /// directory's listing or a file's bytes, a file written whole, a file
+    /// or directory deleted.
+    ReadFile,
+    WriteFile,
+    DeleteFile,
 }
 
 /// The web page's parts.
@@ -94,7 +100,18 @@ impl Action {
                 | Self::Mcp
                 | Self::StartJob
                 | Self::StopJob { .. }
+                | Self::WriteFile
+                | Self::DeleteFile
         )
+    }
+
+    /// The largest body it takes, declared or sent: a file's bytes, or
+    /// JSON; `None` for what takes no body.
+    pub fn body_limit(self) -> Option<u64> {
+        match self {
+            Self::WriteFile => Some(MAX_FILE_BYTES),
+            _ => self.has_body().then_some(MAX_BODY_BYTES as u64),
+        }
     }
 
     /// A short stable name for logs.
@@ -118,6 +135,9 @@ impl Action {
             Self::Jobs => "jobs",
             Self::Job { .. } => "job",
             Self::StopJob { .. } => "stop-job",
+            Self::ReadFile => "read-file",
+            Self::WriteFile => "write-file",
+            Self::DeleteFile => "delete-file",
         }
     }
 }
@@ -199,6 +219,10 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("jobs", "POST") => Action::StartJob,
         ("jobs", "GET") => Action::Jobs,
         ("jobs", _) => return Err(ApiError::MethodNotAllowed("GET, POST")),
+        ("files", "GET") => Action::ReadFile,
+        ("files", "PUT") => Action::WriteFile,
+        ("files", "DELETE") => Action::DeleteFile,
+        ("files", _) => return Err(ApiError::MethodNotAllowed("GET, PUT, DELETE")),
         (tail, method) => match (tail.split_once('/'), method) {
             (Some(("approvals", id)), "POST") => Action::Decide {
                 approval: approval_id(id)?,
@@ -385,6 +409,9 @@ mod tests {
             ("GET", "audit", Action::Audit),
             ("POST", "mcp", Action::Mcp),
             ("POST", "jobs", Action::StartJob),
+            ("GET", "files", Action::ReadFile),
+            ("PUT", "files", Action::WriteFile),
+            ("DELETE", "files", Action::DeleteFile),
             ("GET", "jobs", Action::Jobs),
             ("GET", "jobs/j00000000000000ff", Action::Job { job: 255 }),
             (

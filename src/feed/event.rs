@@ -21,6 +21,7 @@ use crate::api::role::RoomRole;
 use crate::api::shapes::{Approval, Message, Source};
 use crate::api::ApiError;
 use crate::approvals::policy::Policy;
+use crate::files::Change;
 
 /// The subprotocol every watcher offers, and the one the worker answers.
 pub const PROTOCOL: &str = "duet.v1";
@@ -120,6 +121,18 @@ pub enum Event<'a> {
     JobOutput { id: &'a str, data: &'a str },
     /// A job ended: the job, with its state, exit code and end.
     JobEnd { job: &'a RawValue },
+    /// A file of the workspace was written (with the size written) or
+    /// deleted (`files`); `changedBy` is who, as a command's `askedBy`.
+    #[serde(rename_all = "camelCase")]
+    File {
+        change: Change,
+        path: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        changed_by: Option<&'a str>,
+        source: Source,
+    },
     /// A command of the agent's waits for a writer's decision.
     Approval { approval: &'a Approval },
     /// A waiting command was approved, denied, or expired.
@@ -148,6 +161,7 @@ impl Event<'_> {
             Self::Job { .. } => "job",
             Self::JobOutput { .. } => "job_output",
             Self::JobEnd { .. } => "job_end",
+            Self::File { .. } => "file",
             Self::Approval { .. } => "approval",
             Self::Decided { .. } => "decided",
             Self::Policy { .. } => "policy",
@@ -379,6 +393,13 @@ mod tests {
             },
             Event::Closed {
                 reason: CloseReason::Deleted,
+            },
+            Event::File {
+                change: Change::Written,
+                path: "src/a.rs",
+                size: Some(3),
+                changed_by: None,
+                source: Source::Mcp,
             },
         ];
         for event in events {

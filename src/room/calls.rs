@@ -214,6 +214,11 @@ pub enum ToSandbox {
     Jobs,
     Job(u64),
     StopJob(u64),
+    /// The workspace's files, by path: read by anyone who watches, changed
+    /// by a writer over HTTP.
+    ReadFile,
+    WriteFile(Source),
+    DeleteFile(Source),
     KeptArchive,
     Audit,
     /// A command the DuetAgent refused, for the audit.
@@ -261,6 +266,9 @@ fn served(asked: Asked) -> Served {
             Action::Jobs => Sandbox(ToSandbox::Jobs),
             Action::Job { job } => Sandbox(ToSandbox::Job(job)),
             Action::StopJob { job } => Sandbox(ToSandbox::StopJob(job)),
+            Action::ReadFile => Sandbox(ToSandbox::ReadFile),
+            Action::WriteFile => Sandbox(ToSandbox::WriteFile(Source::Exec)),
+            Action::DeleteFile => Sandbox(ToSandbox::DeleteFile(Source::Exec)),
             Action::SendMessage => Agent(ToAgent::SendMessage),
             Action::History => Agent(ToAgent::History),
             Action::Cleanup => Agent(ToAgent::Cleanup),

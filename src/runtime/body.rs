@@ -15,15 +15,15 @@ use worker::web_sys::{self, Request};
 use crate::api::limits::MAX_BODY_BYTES;
 use crate::api::ApiError;
 
-/// Refuses a body whose declared length is over the limit, unread.
-pub fn check_declared_length(req: &Request) -> Result<Option<u64>, ApiError> {
+/// Refuses a body whose declared length is over `limit`, unread.
+pub fn check_declared_length(req: &Request, limit: u64) -> Result<Option<u64>, ApiError> {
     let declared = req
         .headers()
         .get("content-length")?
         // u64: on wasm32 a usize would not hold a length of 4 GiB or more.
         .and_then(|len| len.trim().parse::<u64>().ok());
     match declared {
-        Some(len) if len > MAX_BODY_BYTES as u64 => Err(ApiError::PayloadTooLarge),
+        Some(len) if len > limit => Err(ApiError::PayloadTooLarge(limit)),
         _ => Ok(declared),
     }
 }
@@ -33,7 +33,7 @@ pub fn check_declared_length(req: &Request) -> Result<Option<u64>, ApiError> {
 /// read piece by piece (through `worker`'s byte stream), to cut it off as
 /// soon as it passes the limit.
 pub async fn read(req: Request) -> Result<Vec<u8>, ApiError> {
-    let declared = check_declared_length(&req)?;
+    let declared = check_declared_length(&req, MAX_BODY_BYTES as u64)?;
     if declared.is_some() {
         let buffer = JsFuture::from(req.array_buffer().map_err(unreadable)?)
             .await
@@ -47,7 +47,7 @@ pub async fn read(req: Request) -> Result<Vec<u8>, ApiError> {
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| ApiError::UnreadableBody(e.to_string()))?;
         if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(ApiError::PayloadTooLarge);
+            return Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES as u64));
         }
         body.extend_from_slice(&chunk);
     }

@@ -49,6 +49,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
+use duet_wire::file::FileChanged;
 use duet_wire::job::{JobRequest, JobState};
 use duet_wire::{ExecRequest, Route};
 use serde_json::value::RawValue;
@@ -78,6 +79,7 @@ use crate::approvals::audit::Consent;
 use crate::approvals::audit::{self, Audit};
 use crate::feed::event::{self, CloseReason, Event, Written};
 use crate::feed::fanout::{Feed, Joining};
+use crate::files::Change;
 use crate::jobs::{self, Job, Jobs};
 use crate::room::calls::AgentObject;
 use crate::room::calls::{self, Served, ToSandbox};
@@ -260,6 +262,11 @@ impl Sandbox {
             ToSandbox::Jobs => Ok(respond::json_text(200, self.jobs.list()?)?),
             ToSandbox::Job(job) => self.job(job),
             ToSandbox::StopJob(job) => self.stop_job(room, job).await,
+            ToSandbox::ReadFile => self.file(req, url, room, None, arrived, epoch).await,
+            ToSandbox::WriteFile(source) | ToSandbox::DeleteFile(source) => {
+                let by = (source, roles::named(claims, None));
+                self.file(req, url, room, Some(by), arrived, epoch).await
+            }
             ToSandbox::KeptArchive => self.kept_archive(room),
             ToSandbox::Audit => self.audit_entries(),
             ToSandbox::RecordRefused => self.record_refused(req).await,
@@ -630,6 +637,55 @@ impl Sandbox {
             201,
             format!("{{\"job\":{}}}", job.get()),
         )?)
+    }
+
+    /// `…/files` (`files`): relayed to sandboxd as it came, once the
+    /// sandbox is ready, and its answer given back as it is, a file's bytes
+    /// streaming through. A change that was made (`by` a source, and
+    /// someone if named) is shown on the feed and audited.
+    async fn file(
+        &self,
+        req: web_sys::Request,
+        url: &str,
+        room: &str,
+        by: Option<(Source, Option<String>)>,
+        arrived: u64,
+        epoch: u64,
+    ) -> Result<Response, ApiError> {
+        self.touch(room, arrived).await?;
+        let name = sandbox_name(room);
+        let sandboxd = self.sandboxd()?;
+        self.ready(&sandboxd, room, &name, arrived, 0).await?;
+        // Nothing awaits between this check and the request being sent.
+        self.clock.still_current(epoch)?;
+        let query = url.split_once('?').map_or("", |(_, query)| query);
+        let mut answer = sandboxd.files(&name, query, &req).await?;
+        let Some((source, by)) = by.filter(|_| answer.status_code() == 200) else {
+            return Ok(answer);
+        };
+        let changed: FileChanged = answer.json().await.map_err(|e| {
+            ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}"))
+        })?;
+        let change = Change::of(&changed);
+        let event = Event::File {
+            change,
+            path: &changed.path,
+            size: changed.size,
+            changed_by: by.as_deref(),
+            source,
+        };
+        self.feed.publish(&self.state, &event.written())?;
+        let entry = audit::entry(
+            arrived,
+            &changed.path,
+            source,
+            by,
+            AuditOutcome::Ran,
+            Consent::default(),
+        );
+        let tool = Some(change.tool());
+        self.audit.record(&AuditEntry { tool, ..entry })?;
+        Ok(respond::json(200, &changed)?)
     }
 
     /// `GET …/jobs/{jobId}`: the job, with the newest of its output.

@@ -15,7 +15,9 @@
 //! - `POST /v1/sandboxes/{name}/jobs` starts a job (201), `DELETE …/jobs/{id}`
 //!   stops one and answers once it ended, `GET …/jobs/{id}/output?from=N`
 //!   streams its output from byte `N`, then its end (`duet_wire::job`); a
-//!   job sandboxd does not know is a 404.
+//!   job sandboxd does not know is a 404;
+//! - `GET|PUT|DELETE /v1/sandboxes/{name}/files?path=P` reads, writes and
+//!   deletes the workspace's files (`duet_wire::file`).
 //!
 //! In production sandboxd runs in this object's container, which is started
 //! on demand and polled (with backoff, for at most [`CONTAINER_START_MS`])
@@ -53,13 +55,15 @@ use futures_util::StreamExt;
 use serde_json::value::RawValue;
 use wasm_bindgen::JsValue;
 use worker::{
-    web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch, Method, Request, Response,
-    State,
+    web_sys, AbortController, AbortSignal, Container, Delay, Env, Fetch, Headers, Method, Request,
+    Response, State,
 };
 
 use super::saved::{Packed, CHUNK_BYTES};
 use super::stream;
-use crate::api::limits::{CONTAINER_START_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS};
+use crate::api::limits::{
+    CONTAINER_START_MS, FILE_TRANSFER_MS, SANDBOXD_MARGIN_MS, SANDBOX_DESTROY_MS,
+};
 use crate::api::ApiError;
 use crate::room::clock::write_due;
 use crate::runtime::container as platform;
@@ -267,7 +271,7 @@ impl<'a> Sandboxd<'a> {
         }
         let path = format!("{}?{MAX_BYTES}={max_bytes}", Route::Archive(name));
         let saving = async {
-            let mut response = match self.send_within(Method::Get, &path, None, limit_ms).await {
+            let mut response = match self.send_within(Method::Get, &path, None, None, limit_ms).await {
                 Some(Ok(response)) => response,
                 Some(Err(e)) => {
                     return Err(ApiError::SandboxFailed(format!(
@@ -334,7 +338,7 @@ impl<'a> Sandboxd<'a> {
         let sandboxd_ms = limit_ms.saturating_sub(RESTORE_ANSWER_MS).max(1);
         let path = format!("{}?{TIMEOUT_MS}={sandboxd_ms}", Route::Archive(name));
         let response = match self
-            .send_within(Method::Put, &path, Some(archive.into()), limit_ms)
+            .send_within(Method::Put, &path, Some(archive.into()), None, limit_ms)
             .await
         {
             Some(Ok(response)) => response,
@@ -373,7 +377,7 @@ impl<'a> Sandboxd<'a> {
         body: Option<JsValue>,
         limit_ms: u64,
     ) -> Result<Response, ApiError> {
-        let response = match self.send_within(method, path, body, limit_ms).await {
+        let response = match self.send_within(method, path, body, None, limit_ms).await {
             Some(Ok(response)) => response,
             outcome => {
                 // A silent or broken sandboxd is checked afresh next time.
@@ -386,18 +390,36 @@ impl<'a> Sandboxd<'a> {
         };
         match response.status_code() {
             200 | 201 => Ok(response),
-            status => {
-                let why = internal::error_of(response).await;
-                let why = format!("sandboxd answered {status}: {why}");
-                // 503: sandboxd is at its cap of shells; try again later.
-                // Only a job's routes name something sandboxd may not know.
-                Err(match status {
-                    404 => ApiError::NoSuchJob,
-                    429 => ApiError::TooManyJobs,
-                    503 => ApiError::SandboxUnavailable(why),
-                    _ => ApiError::SandboxFailed(why),
-                })
-            }
+            _ => Err(refused(response).await),
+        }
+    }
+
+    /// Relays a request of the files route (`duet_wire::file`) to sandboxd,
+    /// with its query, its `Range` and its body, streamed; answers
+    /// sandboxd's answer with its body unread, so a file's bytes stream
+    /// through. sandboxd's refusals of a path or a body (`{"error"}`, with
+    /// the statuses the wire names) are the caller's to see, as they are.
+    pub async fn files(
+        &self,
+        name: &str,
+        query: &str,
+        req: &web_sys::Request,
+    ) -> Result<Response, ApiError> {
+        let method = Method::from(req.method());
+        let path = format!("{}?{query}", Route::Files(name));
+        let headers = Headers::new();
+        if let Some(range) = req.headers().get("range")? {
+            headers.set("range", &range)?;
+        }
+        let body = req.body().map(JsValue::from);
+        let response = self
+            .send_within(method, &path, body, Some(&headers), FILE_TRANSFER_MS)
+            .await
+            .ok_or(ApiError::SandboxTimeout(FILE_TRANSFER_MS))?
+            .map_err(|e| ApiError::SandboxFailed(format!("cannot reach sandboxd: {e}")))?;
+        match response.status_code() {
+            200 | 206 | 400 | 403 | 404 | 408 | 409 | 413 | 416 => Ok(response),
+            _ => Err(refused(response).await),
         }
     }
 
@@ -409,12 +431,13 @@ impl<'a> Sandboxd<'a> {
         method: Method,
         path: &str,
         body: Option<JsValue>,
+        headers: Option<&Headers>,
         limit_ms: u64,
     ) -> Option<worker::Result<Response>> {
         let controller = AbortController::default();
         let signal = controller.signal();
         let send = async {
-            let request = self.request(method, path, body, &signal)?;
+            let request = self.request(method, path, body, headers, &signal)?;
             match &self.place {
                 Place::Container(container) => {
                     container.get_tcp_port(PORT)?.fetch_request(request).await
@@ -435,6 +458,7 @@ impl<'a> Sandboxd<'a> {
         method: Method,
         path: &str,
         body: Option<JsValue>,
+        headers: Option<&Headers>,
         signal: &AbortSignal,
     ) -> worker::Result<Request> {
         let url = match &self.place {
@@ -442,9 +466,9 @@ impl<'a> Sandboxd<'a> {
             Place::Url(base) => format!("{base}{path}"),
         };
         let parts = Parts {
+            headers,
             body: body.as_ref(),
             signal: Some(signal),
-            ..Parts::default()
         };
         outgoing::request(method, &url, parts)
     }
@@ -485,7 +509,7 @@ impl<'a> Sandboxd<'a> {
                 ));
             }
             let health = self
-                .send_within(Method::Get, &Route::Health.to_string(), None, 1_000)
+                .send_within(Method::Get, &Route::Health.to_string(), None, None, 1_000)
                 .await;
             if matches!(health, Some(Ok(ref r)) if r.status_code() == 200) {
                 self.state.ready.set(true);
@@ -605,6 +629,21 @@ fn start_pauses() -> impl Iterator<Item = u64> {
     std::iter::successors(Some(50), |pause| Some((pause * 2).min(MAX_START_PAUSE_MS)))
 }
 
+/// What an answer of sandboxd's other than a success means to the caller.
+/// 503: sandboxd is at its cap of shells; try again later. Only a job's
+/// routes name something sandboxd may not know.
+async fn refused(response: Response) -> ApiError {
+    let status = response.status_code();
+    let why = internal::error_of(response).await;
+    let why = format!("sandboxd answered {status}: {why}");
+    match status {
+        404 => ApiError::NoSuchJob,
+        429 => ApiError::TooManyJobs,
+        503 => ApiError::SandboxUnavailable(why),
+        _ => ApiError::SandboxFailed(why),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,3 +670,4 @@ mod tests {
         );
     }
 }
+

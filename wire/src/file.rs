@@ -8,8 +8,8 @@
 //! GET    /v1/sandboxes/{name}/files?path=P             a directory: FileList
 //!                                                      a file: its bytes (Content-Length;
 //!                                                      `Range: bytes=a-b` -> 206 with that part)
-//! PUT    /v1/sandboxes/{name}/files?path=P             the file's bytes -> FileWritten
-//! DELETE /v1/sandboxes/{name}/files?path=P[&recursive=true]  -> {"deleted": true}
+//! PUT    /v1/sandboxes/{name}/files?path=P             the file's bytes -> FileChanged (size)
+//! DELETE /v1/sandboxes/{name}/files?path=P[&recursive=true]  -> FileChanged (deleted)
 //! ```
 //!
 //! Refusals, each `{"error": "..."}`: 400 for a path that is absolute, holds
@@ -66,9 +66,13 @@ pub enum EntryKind {
     Other,
 }
 
-/// What a write did.
+/// What a write or a delete did: the path, normalized, and the size
+/// written, or that it was deleted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileWritten {
+pub struct FileChanged {
     pub path: String,
-    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
 }

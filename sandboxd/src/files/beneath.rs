@@ -332,6 +332,11 @@ impl Pending {
             Err(e) if is_not_empty(&e) || e.raw_os_error() == Some(libc::EISDIR) => Err(
                 Error::FileConflict(format!("{} is a directory", self.shown)),
             ),
+            // Its directory was removed meanwhile, and the file with it.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(Error::FileConflict(format!(
+                "{}: its directory was deleted while it was written",
+                self.shown
+            ))),
             Err(e) => Err(Error::Internal(format!("{}: {e}", self.shown))),
         }
     }
@@ -553,6 +558,18 @@ mod tests {
             assert!(matches!(parts(raw), Err(Error::BadRequest(_))), "{raw:?}");
         }
         assert!(parts(&"a".repeat(MAX_PATH_BYTES - 1)).is_ok());
+    }
+
+    #[test]
+    fn a_write_whose_directory_goes_meanwhile_is_a_conflict() {
+        let root = std::env::temp_dir().join(format!("beneath-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        let workspace = Workspace::open(&root).unwrap();
+        let (pending, _file) = workspace.start_write(&RelPath::parse(b"d/f").unwrap()).unwrap();
+        std::fs::remove_dir_all(root.join("d")).unwrap();
+        let committed = pending.commit();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(matches!(committed, Err(Error::FileConflict(why)) if why.contains("deleted")));
     }
 
     #[test]

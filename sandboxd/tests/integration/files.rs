@@ -335,6 +335,7 @@ fn deletes_take_files_links_and_empty_directories_and_trees_when_asked() {
         let (status, value) = delete(&server, "r", path, recursive);
         assert_eq!(status, 200, "{path}: {value}");
         assert_eq!(value["deleted"], true);
+        assert_eq!(value["path"], path);
     };
     deleted("link", false);
     assert!(ws.join("f").exists(), "the link went, not its target");

@@ -1,7 +1,8 @@
 // How fast the room's live feed is: how soon a line a command prints
-// reaches the watchers, with one watcher and with the room's 32, and how
-// soon a watcher that comes back after a full log (1 MiB) has caught up.
-// Beside each figure its reference, measured in the same run:
+// reaches the watchers, with one watcher and with the room's 32, how soon
+// a line a job prints reaches one watcher, and how soon a watcher that
+// comes back after a full log (1 MiB) has caught up. Beside each figure its
+// reference, measured in the same run:
 //
 // - a line's latency beside the floor, the same command read directly from
 //   sandboxd's own stream (`POST /v1/sandboxes/{name}/exec/stream`), which
@@ -9,8 +10,14 @@
 //   its log write and the WebSocket add. Each command prints its own time
 //   stamps (`date +%s%N`, the machine's wall clock), one a line, and each
 //   line is timed when the event carrying it arrives, on the same clock
-//   (performance.timeOrigin + performance.now(), for sub-ms resolution); an
-//   output event may carry several lines, and every line counts;
+//   (Date.now(), refined below the ms by performance.now(): see `wallMs`);
+//   an output event may carry several lines, and every line counts;
+// - a job's line (the same stamped command started by `POST .../jobs`,
+//   timed as it arrives in `job_output` events), with one watcher, in runs
+//   that alternate with that watcher's commands, so the two figures come
+//   from the same minutes; its floor is the same job started in sandboxd
+//   and its output stream (`GET /v1/sandboxes/{name}/jobs/{id}/output`)
+//   read directly, which is what the object's follower reads;
 // - a resume (`?since=` the number just before the oldest event kept, so
 //   the whole log is replayed), to the last missed event, beside the same
 //   1 MiB arriving live (command to command_end, on a watcher connected
@@ -66,8 +73,19 @@ function log(...a) {
 function loadavg(label) {
   loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) });
 }
-/** The wall clock `date` reads, in ms, to a fraction of one. */
-const wallMs = () => performance.timeOrigin + performance.now();
+/**
+ * The wall clock `date` reads, in ms, to a fraction of one. performance.now()
+ * has the resolution, but it is a monotonic clock, which may run apart from
+ * the wall clock (on this machine, by 1% when measured: 10 ms a second, so
+ * performance.timeOrigin + performance.now() is seconds off within minutes);
+ * so it only places a reading within the millisecond Date.now() gives.
+ */
+let wallOffset = Date.now() - performance.now();
+function wallMs() {
+  const now = performance.now(), wall = Date.now();
+  wallOffset = Math.min(Math.max(wallOffset, wall - now), wall + 1 - now);
+  return now + wallOffset;
+}
 const first = (type) => (events) => events.find((e) => e.type === type);
 
 /** A watcher whose frames are timed (wall clock) and sized, index for index with its events. */
@@ -108,9 +126,8 @@ function lineLatencies(pieces, whose) {
   return lines.map((l) => l.at - l.printedAt);
 }
 
-/** Runs `cmd` in sandboxd's sandbox `name` through its stream: its output pieces, timed, and when its start and end lines came. */
-async function readSandboxd(base, name, cmd) {
-  const res = await fetch(`${base}/v1/sandboxes/${name}/exec/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cmd }), signal: AbortSignal.timeout(RUN_LIMIT_MS) });
+/** The events of sandboxd's NDJSON stream `res` (`start`, `output`, `end`): its output pieces, timed, and when its start and end lines came. */
+async function timedStream(res, cmd) {
   if (!res.ok) throw new Error(`sandboxd answered ${res.status}: ${await res.text()}`);
   const pieces = [];
   let buffered = "", startAt, end, endAt;
@@ -129,6 +146,19 @@ async function readSandboxd(base, name, cmd) {
   }
   if (!end) throw new Error(`sandboxd's stream of ${JSON.stringify(cmd)} ended without its end`);
   return { pieces, startAt, end, endAt };
+}
+
+/** Runs `cmd` in sandboxd's sandbox `name` through its stream: its output pieces, timed, and when its start and end lines came. */
+async function readSandboxd(base, name, cmd) {
+  const res = await fetch(`${base}/v1/sandboxes/${name}/exec/stream`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ cmd }), signal: AbortSignal.timeout(RUN_LIMIT_MS) });
+  return timedStream(res, cmd);
+}
+
+/** Starts `cmd` as job `id` in sandboxd's sandbox `name` and reads its output stream from its first byte, as the object's follower does: its output pieces, timed, and its end. */
+async function readSandboxdJob(base, name, id, cmd) {
+  await postJson(`${base}/v1/sandboxes/${name}/jobs`, { id, cmd, maxMs: RUN_LIMIT_MS });
+  const res = await fetch(`${base}/v1/sandboxes/${name}/jobs/${id}/output?from=0`, { signal: AbortSignal.timeout(RUN_LIMIT_MS) });
+  return timedStream(res, cmd);
 }
 
 /**
@@ -152,11 +182,25 @@ function commandSeen(watcher, from) {
   return { pieces, startAt: times[start], end: events[end], endAt: times[end], seqs, bytes };
 }
 
+/** What `watcher` was sent of job `id` from its event `from` on: its output pieces, timed, and its end (the job). */
+function jobSeen(watcher, from, id) {
+  const { events, times } = watcher;
+  const end = events.findIndex((e, i) => i >= from && e.type === "job_end" && e.job.id === id);
+  if (end < 0) throw new Error(`no end of job ${id} among ${JSON.stringify(events.slice(from).map((e) => e.type))}`);
+  const pieces = [];
+  for (let i = from; i < end; i++) if (events[i].type === "job_output" && events[i].id === id) pieces.push({ data: events[i].data, at: times[i] });
+  return { pieces, end: events[end].job };
+}
+
 /** Waits for a command_end at or after event `from[k]` on every watcher k (looked for from the newest: this runs on every frame). */
 const untilEnded = (watchers, from) =>
   Promise.all(watchers.map((w, k) => w.until((events) => events.findLastIndex((e) => e.type === "command_end") >= from[k], RUN_LIMIT_MS)));
 
-/** The same stamped command through the worker to `count` watchers and read from sandboxd directly, RUNS times. */
+/**
+ * The same stamped command through the worker to `count` watchers and read
+ * from sandboxd directly, RUNS times; with one watcher, each run then does
+ * the same as a job, through the worker and in sandboxd directly.
+ */
 async function lineLatency(w, sandboxd, count) {
   const room = `feed-lines-${count}-${Date.now()}`;
   const floorName = `sandbox-feed-floor-${count}-${Date.now()}`;
@@ -169,6 +213,7 @@ async function lineLatency(w, sandboxd, count) {
     await Promise.all([exec("true"), readSandboxd(sandboxd.url, floorName, "true")]);
     await untilEnded(watchers, watchers.map(() => 0));
     const viaWorker = [], direct = [], firstArrival = [], fanOut = [];
+    const job = count === 1 && { viaWorker: [], direct: [], outputs: 0 };
     let outputs = 0;
     for (let run = 0; run < RUNS; run++) {
       const from = watchers.map((x) => x.events.length);
@@ -189,6 +234,22 @@ async function lineLatency(w, sandboxd, count) {
       }
       direct.push(...lineLatencies(floor.pieces, `run ${run}, sandboxd's stream`));
       outputs += seen[0].pieces.length;
+      if (job) {
+        const [watcher] = watchers, since = watcher.events.length;
+        const [jobFloor, started] = await Promise.all([
+          readSandboxdJob(sandboxd.url, floorName, `feed-floor-${run}-${Date.now()}`, STAMPS),
+          postJson(`${w.url}/api/rooms/${room}/jobs`, { cmd: STAMPS }),
+        ]);
+        const { id } = JSON.parse(started).job;
+        await watcher.until((events) => events.findLastIndex((e) => e.type === "job_end" && e.job.id === id) >= since, RUN_LIMIT_MS);
+        const ran = jobSeen(watcher, since, id);
+        for (const [whose, end] of [["the job", ran.end], ["sandboxd's job", jobFloor.end]]) {
+          if (end.state !== "exited" || end.exitCode !== 0) throw new Error(`run ${run}: ${whose} ended ${end.state}, ${end.exitCode}`);
+        }
+        job.viaWorker.push(...lineLatencies(ran.pieces, `run ${run}, the job`));
+        job.direct.push(...lineLatencies(jobFloor.pieces, `run ${run}, sandboxd's job stream`));
+        job.outputs += ran.pieces.length;
+      }
     }
     const closed = watchers.filter((x) => x.closed());
     if (closed.length) throw new Error(`${closed.length} watchers were let go: ${JSON.stringify(closed[0].closed())}`);
@@ -202,10 +263,17 @@ async function lineLatency(w, sandboxd, count) {
       floor,
       added: { p50: round(worker.p50 - floor.p50), p99: round(worker.p99 - floor.p99) },
       ...(count > 1 && { firstWatcher: stats(firstArrival), fanOut: stats(fanOut) }),
+      ...(job && { job: jobLatency(job) }),
     };
   } finally {
     await leave(watchers);
   }
+}
+
+/** A job's lines' figures, as a command's. */
+function jobLatency({ viaWorker, direct, outputs }) {
+  const worker = stats(viaWorker), floor = stats(direct);
+  return { jobs: RUNS, outputEvents: outputs, linesPerOutputEvent: round((RUNS * LINES) / outputs, 2), worker, floor, added: { p50: round(worker.p50 - floor.p50), p99: round(worker.p99 - floor.p99) } };
 }
 
 /** Whether a watcher may resume after `since`: its first frame is a hello, not a gap. */
@@ -314,10 +382,11 @@ try {
   cleanup.push(() => w.stop());
   const lines = {};
   for (const count of WATCHERS) {
-    log(`${count} watchers: ${RUNS} commands of ${LINES} lines`);
+    log(`${count} watchers: ${RUNS} commands of ${LINES} lines${count === 1 ? `, and as many jobs` : ""}`);
     loadavg(`${count} watchers`);
     const l = (lines[`watchers${count}`] = await lineLatency(w, sandboxd, count));
     log(`${count} watchers: p50 ${l.worker.p50} ms, p99 ${l.worker.p99} ms (floor ${l.floor.p50} / ${l.floor.p99}), n ${l.worker.n}`);
+    if (l.job) log(`${count} watcher, a job's lines: p50 ${l.job.worker.p50} ms, p99 ${l.job.worker.p99} ms (floor ${l.job.floor.p50} / ${l.job.floor.p99}), n ${l.job.worker.n}`);
   }
   log(`resume: ${RESUMES} commands of 1 MiB, then ${RESUMES} resumes and fresh joins`);
   loadavg("resume");
@@ -327,7 +396,7 @@ try {
   const section = {
     date: new Date().toISOString(),
     quick: QUICK,
-    settings: { runs: RUNS, lines: LINES, lineSleep: Number(LINE_SLEEP), watchers: WATCHERS, resumes: RESUMES, clock: "date +%s%N against performance.timeOrigin + performance.now()" },
+    settings: { runs: RUNS, lines: LINES, lineSleep: Number(LINE_SLEEP), watchers: WATCHERS, resumes: RESUMES, clock: "date +%s%N against Date.now(), refined below the ms by performance.now()" },
     load: loadavgs,
     lines,
     resume: resumed,

@@ -13,7 +13,11 @@
 // watcher, who sees the room live and cannot type, and a writer, who can,
 // until the owner revokes them; and in a room that asks, a command of the
 // agent waits on every page until a writer approves it. The agent's answer
-// grows on the page as the model writes it.
+// grows on the page as the model writes it. A writer's page lists the
+// room's jobs live, a job's output as it prints and how it ended, and stops
+// one (even one that ignores SIGTERM) by its button; a watcher's page shows
+// the jobs and their output, on joining, live and after going offline, with
+// no button to stop them.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -559,6 +563,116 @@ describe("the web page with DUET_API_TOKEN", () => {
     await writer.page.waitForFunction(() => document.getElementById("mode").value === "off");
     assert.equal((await api("GET", "/policy")).json.agentCommands, "off");
     assert.deepEqual(pages.flatMap((p) => [...p.prompts, ...p.errors]), []);
+  });
+
+  /** A page of `room` opened by a `role` invite link in `name`'s name, once the feed says its role. */
+  async function invited(room, role, name) {
+    const { link } = await invite(bearer(worker.url, TOKEN), room, role, { name });
+    const opened = await open(() => undefined, undefined, link);
+    await opened.page.waitForFunction((r) => document.getElementById("role").textContent === `you: ${r}`, role);
+    return opened;
+  }
+  /** The room's job routes, as the service token. */
+  const jobsOf = (room) => (method, route = "", body) => worker.api(method, `/api/rooms/${room}/jobs${route}`, body, { authorization: `Bearer ${TOKEN}` });
+  /** Job `name`'s entry in a page's list of jobs; its state's text. */
+  const jobEntry = (page, name) => page.locator("#jobs li", { hasText: name });
+  const stateOf = (page, name) => jobEntry(page, name).locator(".state").textContent();
+  const jobText = (page) => page.evaluate(() => terminalText("job-term"));
+  /** What job `name`'s entry says: its name, command, state and who started it when (the time as a `T`). */
+  const entryOf = (page, name) =>
+    jobEntry(page, name).evaluate((li) => [...li.querySelectorAll("b, code, .state, .muted")].map((e) => e.textContent.replace(/ at \d.*$/, " at T")));
+
+  test("a writer's page lists the room's jobs live: a job's output as it prints, its exit; a stubborn one stopped by its button", async () => {
+    const room = randomUUID();
+    const api = jobsOf(room);
+    const writer = await invited(room, "writer", "bo");
+    const { page } = writer;
+    assert.equal(await page.locator("#no-jobs").textContent(), "No jobs yet");
+    assert.ok(await page.locator("#no-jobs").isVisible());
+    assert.equal(await page.locator("#jobs li").count(), 0);
+
+    const cmd = "for i in 1 2 3; do echo tick $i; sleep 1; done";
+    const started = await api("POST", "", { cmd, name: "ticker", userId: "ana" });
+    assert.equal(started.status, 201, started.text);
+    // The page selects the first job that comes: its output shows at once.
+    await page.waitForFunction(() => terminalText("job-term").split("\n").includes("tick 1"), null, { timeout: 10_000 });
+    const first = Date.now();
+    assert.equal(await stateOf(page, "ticker"), "running");
+    assert.doesNotMatch(await jobText(page), /tick 3/, "seen before the job's end");
+    assert.equal(await page.locator("#no-jobs").isVisible(), false);
+    assert.equal(await page.textContent("#job-title"), "Output of ticker");
+    assert.equal(await jobEntry(page, "ticker").getAttribute("class"), "shown");
+    await page.waitForFunction(() => terminalText("job-term").split("\n").includes("tick 3"), null, { timeout: 10_000 });
+    assert.ok(Date.now() - first >= 1_500, `tick 1 to tick 3 in ${Date.now() - first} ms: the lines stream`);
+    await page.waitForFunction(() => document.querySelector("#jobs .state")?.textContent === "exited (code 0)", null, { timeout: 10_000 });
+    await page.waitForFunction(() => terminalText("job-term").endsWith("]"));
+    assert.equal(await jobText(page), `$ ${cmd}\ntick 1\ntick 2\ntick 3\n[exited, code 0]`);
+    assert.deepEqual(await entryOf(page, "ticker"), ["ticker", cmd, "exited (code 0)", "started by ana at T"]);
+    assert.equal(await jobEntry(page, "ticker").getByRole("button", { name: "Stop" }).count(), 0, "an ended job has no stop button");
+    // xterm.js draws the job's rows in its own box, once it is in view.
+    await page.locator("#job-term").scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => [...document.querySelectorAll("#job-term .xterm-rows > div")].some((d) => d.textContent.trim() === "tick 3"));
+    assert.equal(await page.locator("#term .xterm-rows").textContent().then((t) => t.includes("tick")), false, "not in the room's terminal");
+
+    // A job that ignores SIGTERM: the button waits for it, killed 5 s later.
+    const stubborn = await api("POST", "", { cmd: "trap '' TERM; echo ready; while true; do sleep 0.2; done", name: "stubborn" });
+    assert.equal(stubborn.status, 201, stubborn.text);
+    await jobEntry(page, "stubborn").locator(".state", { hasText: "running" }).waitFor();
+    assert.deepEqual(await page.$$eval("#jobs li b", (names) => names.map((n) => n.textContent)), ["stubborn", "ticker"], "running first");
+    assert.deepEqual((await entryOf(page, "stubborn")).slice(2), ["running", "started by someone at T"]);
+    await jobEntry(page, "stubborn").getByRole("button", { name: "Stop" }).click();
+    await jobEntry(page, "stubborn").getByRole("button", { name: "Stopping…" }).waitFor();
+    assert.ok(await jobEntry(page, "stubborn").getByRole("button", { name: "Stopping…" }).isDisabled());
+    await page.waitForFunction(() => document.querySelector("#jobs li .state")?.textContent.startsWith("stopped"), null, { timeout: 15_000 });
+    assert.equal(await stateOf(page, "stubborn"), "stopped (code 137)");
+    assert.equal(await page.locator("#jobs button", { hasText: /^Stop/ }).count(), 0, "no job runs");
+    assert.deepEqual((await api("GET", `/${stubborn.json.job.id}`)).json.job.state, "stopped");
+    // Selected, its output replaces the other's.
+    await jobEntry(page, "stubborn").locator(".pick").click();
+    await page.waitForFunction(() => terminalText("job-term").endsWith("[stopped, code 137]"));
+    assert.equal(await jobText(page), "$ trap '' TERM; echo ready; while true; do sleep 0.2; done\nready\n[stopped, code 137]");
+    assert.equal(await page.textContent("#job-title"), "Output of stubborn");
+    assert.equal(await jobEntry(page, "stubborn").locator(".pick").getAttribute("aria-pressed"), "true");
+    assert.deepEqual([...writer.prompts, ...writer.errors], []);
+  });
+
+  test("a watcher's page shows the room's jobs and their output, on joining and live, with no stop button", async () => {
+    const room = randomUUID();
+    const api = jobsOf(room);
+    const server = (await api("POST", "", { cmd: "echo ready; sleep 300", name: "server", userId: "ana" })).json.job;
+    await until("the job's first line", async () => (await api("GET", `/${server.id}`)).json.job.output === "ready\n", 10_000);
+    const watcher = await invited(room, "watcher", "wanda");
+    const writer = await invited(room, "writer", "bo");
+    const { page } = watcher;
+    // Listed on joining (GET .../jobs), selected, its output asked for (GET .../jobs/{id}).
+    await page.waitForFunction(() => terminalText("job-term") === "$ echo ready; sleep 300\nready", null, { timeout: 10_000 });
+    assert.deepEqual(await entryOf(page, "server"), ["server", "echo ready; sleep 300", "running", "started by ana at T"]);
+    assert.equal(await page.locator("#jobs button", { hasText: /^Stop/ }).count(), 0, "a watcher cannot stop a job");
+    assert.equal(await jobEntry(writer.page, "server").getByRole("button", { name: "Stop" }).count(), 1, "a writer can");
+
+    // A job started now comes live; it does not take the selected one's place.
+    const late = await api("POST", "", { cmd: "echo late", userId: "bo" });
+    assert.equal(late.status, 201, late.text);
+    await jobEntry(page, "echo late").locator(".state", { hasText: "exited (code 0)" }).waitFor({ timeout: 10_000 });
+    assert.equal(await jobText(page), "$ echo ready; sleep 300\nready");
+    assert.equal(await page.locator("#jobs button", { hasText: /^Stop/ }).count(), 0);
+
+    // Stopped while the watcher is offline: back online, it shows so.
+    await page.context().setOffline(true);
+    await statusIs(page, "offline; reconnecting…");
+    const stopped = await api("DELETE", `/${server.id}`);
+    assert.deepEqual([stopped.status, stopped.json.job.state, stopped.json.job.exitCode], [200, "stopped", 143]);
+    await page.context().setOffline(false);
+    await statusIs(page, "live");
+    await page.waitForFunction(() => terminalText("job-term").endsWith("[stopped, code 143]"), null, { timeout: 10_000 });
+    assert.equal(await jobText(page), "$ echo ready; sleep 300\nready\n[stopped, code 143]");
+    assert.equal(await stateOf(page, "server"), "stopped (code 143)");
+    await writer.page.waitForFunction(() => document.querySelectorAll("#jobs button.quiet").length === 0, null, { timeout: 10_000 });
+
+    await jobEntry(page, "echo late").locator(".pick").click();
+    await page.waitForFunction(() => terminalText("job-term") === "$ echo late\nlate\n[exited, code 0]");
+    assert.deepEqual(await entryOf(page, "echo late"), ["echo late", "exited (code 0)", "started by bo at T"]);
+    assert.deepEqual([watcher, writer].flatMap((p) => [...p.prompts, ...p.errors]), []);
   });
 
   test("a dismissed prompt stops the retries; the token button tries again", async () => {

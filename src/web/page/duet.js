@@ -20,9 +20,14 @@
 // written (`delta` events, one bubble per exchange), until its message,
 // which is what counts, takes the place of every bubble.
 //
+// The room's jobs are listed live (`job`, `job_end`; the list asked for
+// afresh at each hello), running first; the selected one's output shows in
+// a terminal of its own (asked for when it is selected, then `job_output`
+// live). Writers and owners get a button that stops a running job.
+//
 // One global, for tests and the console: `terminalText()`, the terminal's
 // text, one line per line (however it wraps on screen), what is scrolled
-// out of view included.
+// out of view included; `terminalText("job-term")` is the job's.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -33,11 +38,13 @@ function home() {
   document.getElementById("new").addEventListener("click", () => { location.href = "/rooms/" + crypto.randomUUID(); });
 }
 
-// The room's terminal in `box`: read-only, fitted to its box (again when
-// the box changes size), keeping the last 5000 lines. `show` writes a
-// command's events (live, or the `recent` ones of a hello) as a terminal
-// would show them: the command as `$ cmd`, its output as printed
-// (stderr in red), how it ended; `clear` empties it.
+// A terminal in `box` (the room's, or a job's): read-only, fitted to its
+// box (again when the box changes size), keeping the last 5000 lines.
+// `show` writes a command's events (live, or the `recent` ones of a hello)
+// as a terminal would show them: the command as `$ cmd`, its output as
+// printed (stderr in red), how it ended; a job's output is written as
+// printed too, and `end` writes how something ended, in grey. `clear`
+// empties it; `text` reads it.
 async function terminal(box) {
   const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
   const css = getComputedStyle(document.documentElement), colour = (name) => css.getPropertyValue(name).trim();
@@ -63,7 +70,7 @@ async function terminal(box) {
     term.write(`${open ? "\n" : ""}\x1b[0;${colour}m${text}\x1b[0m\n`);
     open = false;
   };
-  window.terminalText = () => {
+  const text = () => {
     const buffer = term.buffer.active, rows = [];
     for (let i = 0; i < buffer.length; i++) {
       const row = buffer.getLine(i), wraps = buffer.getLine(i + 1)?.isWrapped;
@@ -72,6 +79,8 @@ async function terminal(box) {
     return rows.join("\n").trimEnd();
   };
   return {
+    text,
+    end: (what) => line(`[${what}]`, 90),
     show(e) {
       if (e.type === "command") line(`$ ${printable(e.cmd)}`, 32);
       else if (e.type === "command_end") line(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]`, 90);
@@ -102,6 +111,10 @@ async function room() {
   const chat = $("chat"), status = $("status"), tokenButton = $("token");
   $("room-id").textContent = room;
   const term = await terminal($("term"));
+  // The job terminal is made when a job is first selected (a hidden box
+  // has no size to fit).
+  let jobTerm = null, jobTermMade = null;
+  window.terminalText = (box = "term") => (box === "term" ? term : jobTerm)?.text() ?? "";
   // An invite link's token rides in the fragment, which no server sees;
   // it is kept for the tab and taken off the address bar.
   const invited = new URLSearchParams(location.hash.slice(1)).get("token");
@@ -124,6 +137,11 @@ async function room() {
   const asks = new Map(), settled = new Set();
   // The agent's answers being written, by exchange.
   const writing = new Map();
+  // The room's jobs, by id; those being stopped; the one whose output is
+  // shown: its id, the `job_output` chunks that came while its output was
+  // asked for (null once it came), and whether its end is written.
+  const jobs = new Map(), stopping = new Set();
+  let shown = null;
   $("name").value = localStorage.getItem("duet-name") || "";
   tokenButton.hidden = !token;
 
@@ -157,6 +175,10 @@ async function room() {
     doneWriting();
     chat.textContent = "";
     term.clear();
+    jobs.clear();
+    renderJobs();
+    // The job's output is asked for afresh after the hello.
+    if (shown) shown.pending = [];
   }
   function message(m) {
     if (m.role === "agent") doneWriting();
@@ -192,8 +214,16 @@ async function room() {
     if (!e.resumed) {
       forget();
       e.history.forEach(message);
-      e.recent?.forEach(onEvent);
+      // A job of the past is not selected for it: the list picks one.
+      e.recent?.forEach((r) => (r.type === "job" ? job(r.job) : onEvent(r)));
     }
+    // Output asked for while the socket was down, or to be asked afresh.
+    if (shown?.pending) select(shown.id);
+    renderJobs();
+    call("jobs", undefined, "GET").then((j) => {
+      j.jobs?.forEach(job);
+      if (!shown && jobs.size) select(sorted()[0].id);
+    });
     say("live");
     // What changed while the page was away is asked for afresh.
     const seen = policies;
@@ -239,6 +269,87 @@ async function room() {
     act.textContent = `${d.decision}${d.decidedBy ? ` by ${d.decidedBy}` : ""}`;
     setTimeout(() => act.parentNode.remove(), 5000);
   }
+  // A job as the feed or the API says it is now. Ended is for good: an
+  // answer older than its `job_end` does not make it run again.
+  function job(j) {
+    const had = jobs.get(j.id);
+    if (!had || had.state === "running" || j.state !== "running") {
+      const { output, ...kept } = j;
+      jobs.set(j.id, kept);
+    }
+    renderJobs();
+    if (shown?.id === j.id && !shown.pending) ended(jobs.get(j.id));
+  }
+  // The running jobs, then the ended ones, newest first (as the API lists them).
+  const sorted = () => [...jobs.values()].sort((a, b) => (b.state === "running") - (a.state === "running") || b.startedAt.localeCompare(a.startedAt));
+  const VIA = { agent: " through the agent", mcp: " through MCP" };
+  function renderJobs() {
+    const focused = document.activeElement?.closest?.("#jobs li")?.dataset.id;
+    $("jobs").replaceChildren(...sorted().map((j) => {
+      const li = el("", j.id === shown?.id ? "shown" : "", "li"), pick = el("", "pick", "button");
+      li.dataset.id = j.id;
+      pick.type = "button";
+      pick.setAttribute("aria-pressed", String(j.id === shown?.id));
+      pick.append(...(j.name ? [el(j.name, "", "b")] : []), el(j.cmd, "", "code"));
+      pick.onclick = () => select(j.id);
+      li.append(pick, el(`${j.state}${j.exitCode == null ? "" : ` (code ${j.exitCode})`}`, `state ${j.state}`), el(`started by ${j.startedBy || "someone"}${VIA[j.source] ?? ""} at ${new Date(j.startedAt).toLocaleTimeString()}`, "muted"));
+      if (j.state === "running" && role !== "watcher") {
+        const b = el(stopping.has(j.id) ? "Stopping…" : "Stop", "quiet", "button");
+        b.type = "button";
+        b.disabled = stopping.has(j.id);
+        b.onclick = () => stop(j.id);
+        li.append(b);
+      }
+      return li;
+    }));
+    $("no-jobs").hidden = jobs.size > 0;
+    if (focused) $("jobs").querySelector(`[data-id="${focused}"] .pick`)?.focus();
+  }
+  // Shows job `id`'s output: what the API keeps of it, then what the feed
+  // brings. Chunks that come while it is asked for wait; those the answer
+  // already holds (a first few of them, in order) are left out.
+  async function select(id) {
+    const mine = (shown = { id, pending: [], ended: false });
+    renderJobs();
+    $("job-view").hidden = false;
+    const title = (j) => ($("job-title").textContent = `Output of ${j.name || j.cmd}`);
+    if (jobs.has(id)) title(jobs.get(id));
+    jobTerm = await (jobTermMade ??= terminal($("job-term")));
+    const { job: j } = await call(`jobs/${id}`, undefined, "GET", 404);
+    if (shown !== mine) return;
+    if (!j) {
+      shown = null;
+      $("job-view").hidden = true;
+      return renderJobs();
+    }
+    title(j);
+    jobTerm.clear();
+    jobTerm.show({ type: "command", cmd: j.cmd });
+    let k = mine.pending.length;
+    while (k > 0 && !j.output.endsWith(mine.pending.slice(0, k).join(""))) k--;
+    for (const data of [j.output, ...mine.pending.slice(k)]) jobTerm.show({ data });
+    mine.pending = null;
+    job(j);
+  }
+  function jobOutput(e) {
+    if (shown?.id !== e.id) return;
+    if (shown.pending) shown.pending.push(e.data);
+    else jobTerm.show(e);
+  }
+  function ended(j) {
+    if (j.state === "running" || shown.ended) return;
+    shown.ended = true;
+    jobTerm.end(`${j.state}${j.exitCode == null ? "" : `, code ${j.exitCode}`}`);
+  }
+  // Answers once the job ended (a stubborn one is killed after 5 s).
+  async function stop(id) {
+    stopping.add(id);
+    renderJobs();
+    const json = await call(`jobs/${id}`, undefined, "DELETE");
+    stopping.delete(id);
+    if (json.job) job(json.job);
+    else renderJobs();
+  }
   function presence(watchers) {
     $("present").replaceChildren(...watchers.map((w) => {
       const li = document.createElement("li");
@@ -260,6 +371,9 @@ async function room() {
       case "message": message(e.message); break;
       case "delta": delta(e); break;
       case "command": case "output": case "command_end": term.show(e); break;
+      case "job": job(e.job); if (!shown) select(e.job.id); break;
+      case "job_end": job(e.job); break;
+      case "job_output": jobOutput(e); break;
       case "policy": policies++; showPolicy(e.policy); break;
       case "approval": ask(e.approval); break;
       case "decided": decided(e); break;

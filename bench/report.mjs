@@ -239,7 +239,7 @@ for (const c of LEVELS) {
 }
 p("");
 
-const { rounds, lifecycle, engine } = r.sections;
+const { rounds, lifecycle, engine, files } = r.sections;
 if (rounds) {
   p("## The agent loop", "");
   p("One `/message` by the number of model answers it takes (the scripted model answers at once; each answer but the last runs one `true`), concurrency 1: what the loop itself costs per round.", "");
@@ -323,6 +323,33 @@ if (mcp) {
     p(`| | (a) \`tools/call\` by hand | ${pair(c.hand)} | (c) ${pair(c.exec)} | ${pair(c.added.handOverExec)} | one object hop more: front door → DuetAgent (the JSON-RPC message and its headers read, the room's policy judged, the room's use noted) → Sandbox object (the same exec, as source \`mcp\`) → sandboxd; the result comes back through the DuetAgent, which reads it and writes it twice, as text and as \`structuredContent\`, in the JSON-RPC answer: ${bytes(c.answerBytes.mcp)}, ${times(c.answerBytes.mcp, c.answerBytes.exec)} exec's${big ? `; the ${ms(c.added.handOverExec.p50 - trivial.added.handOverExec.p50)} ms added beyond \`echo hi\`'s (p50) go with the output: the result crosses one more object boundary (${kib(c.answerBytes.exec)} from the Sandbox object to the DuetAgent, then ${kib(c.answerBytes.mcp)} to the front door, against exec's ${kib(c.answerBytes.exec)} once), is parsed and written again, and the text, JSON inside a JSON string, escapes each newline twice` : ""}. |`);
     p(`| | (b) the SDK's \`callTool\` | ${pair(c.sdk)} | (a) ${pair(c.hand)} | ${pair(c.added.sdkOverHand)} (over (c): ${pair(c.added.sdkOverExec)}) | the same request on the wire (${c.sdkRequestsPerCall} POST per call); on top, the SDK's own work in the client: the request built and sent through its transport, the answer's content type checked, the result parsed and checked against the protocol's schema and \`structuredContent\` against \`run_command\`'s \`outputSchema\`${big ? `, here on an answer of ${kib(c.answerBytes.mcp)}` : ""}. |`);
   }
+  p("");
+}
+// ---- files through the worker against the floor and against exec
+if (files) {
+  const fs_ = files.settings;
+  const mib = (fs_.bytes / (1024 * 1024)).toFixed(0);
+  const sec = (t) => (t.secondsPer8MiB < 1 ? t.secondsPer8MiB.toFixed(3) : t.secondsPer8MiB < 10 ? t.secondsPer8MiB.toFixed(2) : t.secondsPer8MiB.toFixed(1));
+  const rate = (t) => (t.mibPerSecond < 1 ? t.mibPerSecond.toFixed(2) : t.mibPerSecond < 10 ? t.mibPerSecond.toFixed(1) : t.mibPerSecond.toFixed(0));
+  const runs = (t) => t.runsMs.map((x) => sec({ secondsPer8MiB: x / 1000 })).join(", ");
+  const fl = files.load.map((l) => l.loadavg[0]);
+  const times = (x) => `${x.toFixed(x < 10 ? 1 : 0)}×`;
+  const { worker: fw, floor: ff, exec: fe, workerAdds: add } = files;
+  p("## Files through the worker", "");
+  p(`How fast a file of ${mib} MiB, the most a \`PUT\` takes and a \`GET\` answers whole, goes into a room's workspace and comes out of it, measured ${files.date.slice(0, 10)} (${files.date.slice(11, 16)} UTC) by \`node bench/files.mjs\`: through the worker's files route (\`PUT\` and \`GET /api/rooms/{roomId}/files?path=P\`: the front worker, the room's Sandbox object, which relays the bytes to sandboxd and back, streamed both ways), beside the floor, the same requests straight to sandboxd's own files route (\`/v1/sandboxes/{name}/files?path=P\`), and beside the way a client without the files route would do it, through \`POST /sandbox/exec\`: a command is at most ${fs_.cmdMax.toLocaleString("en-US")} characters and an exec's stdout is cut at 1 MiB, so a write is ${fe.write.commands.toLocaleString("en-US")} commands (one empties the file, then each appends ${fs_.writeChunk.toLocaleString("en-US")} bytes: \`printf %s '<base64>' | base64 -d >> f\`) and a read ${fe.read.commands} commands (\`tail -c +N f | head -c ${fs_.readChunk} | base64 -w0\`, under 1 MiB of stdout each, decoded by the client). The worker runs on workerd in a process of its own (\`bench/lib/serve-worker.mjs\`), sandboxd in another, the client (Node's fetch) in a third; one transfer at a time, ${fs_.runs} run${fs_.runs === 1 ? "" : "s"}, the worker's and the floor's requests taking turns going first. Every transfer is checked byte for byte, so that a wrong figure fails the run: each write carries fresh random bytes and the file's sha256 is then taken by \`sha256sum\` in the sandbox's shell; each read's bytes are hashed against the file's. Seconds per ${mib} MiB and MiB/s are the median run's.`, "");
+  p(`The machine's 2 cores were shared with other work (1-minute load average ${Math.min(...fl).toFixed(2)}–${Math.max(...fl).toFixed(2)} during these runs), so the figures are for comparing with each other, measured in the same run, not as absolute speeds.`, "");
+  if (files.quick) p("**Quick run (`BENCH_QUICK=1`, one run): do not quote these figures.**", "");
+  p(`| transfer | way | seconds per ${mib} MiB | MiB/s | runs (s) | what it includes |`, "|---|---|---:|---:|---|---|");
+  p(`| write | \`PUT\` through the worker | ${sec(fw.put)} | ${rate(fw.put)} | ${runs(fw.put)} | the body streamed through workerd's front worker and the room's Sandbox object to sandboxd, which writes it beside the target and renames it over it once whole; the room's \`file\` event and audit entry |`);
+  p(`| | \`PUT\` straight to sandboxd (the floor) | ${sec(ff.put)} | ${rate(ff.put)} | ${runs(ff.put)} | the same request and the same write, without the worker |`);
+  p(`| | through exec | ${sec(fe.write)} | ${rate(fe.write)} | ${runs(fe.write)} | ${fe.write.commands.toLocaleString("en-US")} execs one after the other, ${ms(fe.write.msPerCommand)} ms each (p50 run): each a round trip through the worker and the Sandbox object to the room's bash, with its events on the room's feed and its audit entry, for ${fs_.writeChunk.toLocaleString("en-US")} bytes sent as ${(4 * fs_.writeChunk / 3).toLocaleString("en-US")} characters of base64 |`);
+  p(`| read | \`GET\` through the worker | ${sec(fw.get)} | ${rate(fw.get)} | ${runs(fw.get)} | sandboxd's answer streamed back through the Sandbox object and the front worker |`);
+  p(`| | \`GET\` straight to sandboxd (the floor) | ${sec(ff.get)} | ${rate(ff.get)} | ${runs(ff.get)} | the same request, without the worker |`);
+  p(`| | through exec | ${sec(fe.read)} | ${rate(fe.read)} | ${runs(fe.read)} | ${fe.read.commands} execs, ${ms(fe.read.msPerCommand)} ms each (p50 run): bash runs \`tail\`, \`head\` and \`base64\`, sandboxd gathers the stdout and answers it inside JSON, the worker passes it on (and logs it for the room's feed, in events of 16 KiB), the client parses the JSON and decodes the base64: ${(fe.read.base64Bytes / 1024 / 1024).toFixed(1)} MiB of text for ${mib} MiB of bytes |`);
+  p("");
+  const share = (ms_, ratio) => (ms_ >= 0 ? `adds ${ms(ms_)} ms to the floor's median (${ratio.toFixed(2)}× its time)` : `has a median ${ms(-ms_)} ms below the floor's (${ratio.toFixed(2)}× its time; see the runs)`);
+  p(`- **The worker's share.** A \`PUT\` through the worker ${share(add.putMs, add.putRatio)}; a \`GET\` ${share(add.getMs, add.getRatio)}. Both cross workerd twice, the front worker and then the room's Sandbox object, as streams; a \`PUT\` is also logged once sandboxd has answered (its \`file\` event and audit entry, SQLite writes), which a \`GET\` is not. The floor includes the client's own reading and writing of ${mib} MiB through Node's fetch, which the worker's figures include too.`);
+  p(`- **The files route against exec.** Writing ${mib} MiB through the files route is ${times(files.filesOverExec.write)} as quick as through exec; reading it, ${times(files.filesOverExec.read)}. Through exec the cost is the number of commands (${fe.write.commands.toLocaleString("en-US")} for a write, held to ${fs_.cmdMax.toLocaleString("en-US")} characters each) and the base64 (a third more bytes each way, parsed as JSON strings), and each command takes the room's shell for its turn.`);
   p("");
 }
 if (lifecycle) {

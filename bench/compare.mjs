@@ -26,14 +26,13 @@
 // override the defaults. Needs wrk on PATH.
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
 import { compareAnswers } from "./lib/compare-smoke.mjs";
 import { load, postJson, round } from "./lib/load.mjs";
-import { writeSection } from "./lib/results.mjs";
+import { progress, writeSection } from "./lib/results.mjs";
 import { serveWorker } from "./lib/worker-process.mjs";
 
 const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" }, access: { type: "boolean" } } });
@@ -73,13 +72,7 @@ const LUA = path.join(ROOT, "bench/lib/wrk-rooms.lua");
 const out = args.merge ?? args.out ?? path.join(ROOT, `bench/results/${ACCESS ? "access" : "compare"}.json`);
 
 const cleanup = [];
-const loadavgs = [];
-function log(...a) {
-  console.error(`[compare ${(performance.now() / 1000).toFixed(1)}s]`, ...a);
-}
-function loadavg(label) {
-  loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) });
-}
+const { log, loadavg, loadavgs } = progress("compare");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** The median; of an even count, the mean of the middle two. */

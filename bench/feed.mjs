@@ -41,14 +41,13 @@
 // ("1,32") and FEED_RESUMES (1 MiB commands, resumes and fresh joins, 20)
 // override the defaults.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { logged, OWN_FRAMES, watch } from "../tests/e2e/support/feed.mjs";
 import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
 import { bounded, postJson, round, stats } from "./lib/load.mjs";
-import { writeSection } from "./lib/results.mjs";
+import { progress, writeSection } from "./lib/results.mjs";
 import { serveWorker } from "./lib/worker-process.mjs";
 
 const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" } } });
@@ -64,15 +63,9 @@ const STAMPS = `for i in $(seq 1 ${LINES}); do date +%s%N; sleep ${LINE_SLEEP}; 
 const PRINT_MIB = `head -c ${MIB} /dev/zero | tr '\\0' x`;
 const RUN_LIMIT_MS = 30_000; // a bound on each wait of a run
 const out = args.merge ?? args.out ?? path.join(ROOT, "bench/results/feed.json");
-const loadavgs = [];
 const cleanup = [];
 
-function log(...a) {
-  console.error(`[feed ${(performance.now() / 1000).toFixed(1)}s]`, ...a);
-}
-function loadavg(label) {
-  loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) });
-}
+const { log, loadavg, loadavgs } = progress("feed");
 /**
  * The wall clock `date` reads, in ms, to a fraction of one. performance.now()
  * has the resolution, but it is a monotonic clock, which may run apart from

@@ -34,13 +34,12 @@
 // FILES_RUNS (runs, 5) overrides the default.
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
 import { round, stats } from "./lib/load.mjs";
-import { writeSection } from "./lib/results.mjs";
+import { progress, writeSection } from "./lib/results.mjs";
 import { serveWorker } from "./lib/worker-process.mjs";
 
 const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" } } });
@@ -55,15 +54,9 @@ const WRITE_CHUNK = 5952; // 7,936 characters of base64
 const READ_CHUNK = 786000; // 1,048,000 characters of base64
 const REQUEST_LIMIT_MS = 60_000; // a bound on each request
 const out = args.merge ?? args.out ?? path.join(ROOT, "bench/results/files.json");
-const loadavgs = [];
 const cleanup = [];
 
-function log(...a) {
-  console.error(`[files ${(performance.now() / 1000).toFixed(1)}s]`, ...a);
-}
-function loadavg(label) {
-  loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) });
-}
+const { log, loadavg, loadavgs } = progress("files");
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 /** `fetch`, failing on a status that is not 2xx; answers the body's bytes. */

@@ -36,7 +36,6 @@
 // MCP_RUNS (iterations per command, 500) and MCP_WARMUP (iterations before
 // measuring, 50) override the defaults.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
@@ -44,7 +43,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 
 import { ROOT, startSandboxd, tempDir } from "../tests/e2e/support/stack.mjs";
 import { postJson, round, stats } from "./lib/load.mjs";
-import { writeSection } from "./lib/results.mjs";
+import { progress, writeSection } from "./lib/results.mjs";
 import { serveWorker } from "./lib/worker-process.mjs";
 
 const { values: args } = parseArgs({ options: { merge: { type: "string" }, out: { type: "string" } } });
@@ -64,15 +63,9 @@ const ORDERS = WAYS.map((_, k) => [...WAYS.slice(k), ...WAYS.slice(0, k)]);
 const RUN_LIMIT_MS = 30_000; // a bound on each request
 const SDK_VERSION = JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules/@modelcontextprotocol/client/package.json"), "utf8")).version;
 const out = args.merge ?? args.out ?? path.join(ROOT, "bench/results/mcp.json");
-const loadavgs = [];
 const cleanup = [];
 
-function log(...a) {
-  console.error(`[mcp ${(performance.now() / 1000).toFixed(1)}s]`, ...a);
-}
-function loadavg(label) {
-  loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) });
-}
+const { log, loadavg, loadavgs } = progress("mcp");
 
 /** `tools/call run_command` as one POST: its status, headers and body. */
 async function byHand(url, id, command) {

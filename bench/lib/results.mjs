@@ -1,8 +1,24 @@
 // Writes one measurement's section of a results file: into an existing file
-// (the suite's latest.json, `--merge`), or into a file of its own.
+// (the suite's latest.json, `--merge`), or into a file of its own; and what
+// a measurement says as it goes.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+
+import { round } from "./load.mjs";
+
+/**
+ * A measurement's progress: `log` writes a line to stderr, named and timed;
+ * `loadavg` notes the machine's load averages under a label, in `loadavgs`.
+ */
+export function progress(name) {
+  const loadavgs = [];
+  return {
+    loadavgs,
+    log: (...a) => console.error(`[${name} ${(performance.now() / 1000).toFixed(1)}s]`, ...a),
+    loadavg: (label) => loadavgs.push({ label, at: new Date().toISOString(), loadavg: os.loadavg().map((x) => round(x, 2)) }),
+  };
+}
 
 /**
  * Sets `sections[key]` to `section` in `out`: with `merge`, in the file as

@@ -111,7 +111,8 @@ times in one answer. After your answer the commands run in order, and you get ea
 code and output) back; you may then run more commands the same way, or give your final answer \
 without calling it. For anything that may take longer than a few seconds (installs, builds, \
 test suites, servers), start a job with start_job and check on it with job_status rather than \
-waiting for it; stop_job stops one.`,
+waiting for it; stop_job stops one. To look at files use read_file and list_files; to change \
+one, use edit_file (one exact match) or write_file (the whole file) rather than shell commands.`,
 };
 const systemPrompt = (how) => `You are Duet, a pair-programming assistant in a shared \
 terminal room. Several people may talk to you; be concise and practical. You can run shell \
@@ -123,8 +124,8 @@ command's output. Only run commands that help with what was asked; never run des
 commands unless asked.`;
 const SYSTEM_PROMPTS = { tags: systemPrompt(HOW_TO_RUN.tags), tools: systemPrompt(HOW_TO_RUN.tools) };
 // The agent's tools, as the model's input carries them (`tools`). This worker
-// has no jobs: it offers their tools, as the Rust worker does, and answers
-// their calls with an error turn saying so.
+// has no jobs and no file tools: it offers their tools, as the Rust worker
+// does, and answers their calls with an error turn saying so.
 const TOOLS = JSON.parse(`[{"type": "function", "function": {
   "name": "${RUN_COMMAND}",
   "description": "Run a shell command in the room's Linux sandbox (bash; files and the working directory persist between commands) and get its exit code, stdout and stderr. Everyone in the room sees the command and its output. At most ${MAX_RUNS_PER_ANSWER} commands per answer.",
@@ -135,7 +136,8 @@ const TOOLS = JSON.parse(`[{"type": "function", "function": {
 }},
 {"type": "function", "function": {"name": "start_job", "description": "Start a command as a background job in the room's sandbox; answers at once with its id. Use it for anything that may take longer than a few seconds (installs, builds, test suites, servers).", "parameters": {"type": "object", "properties": {"cmd": {"type": "string", "description": "The command, exactly as it would be typed in bash."}, "name": {"type": "string", "description": "A short label for people."}}, "required": ["cmd"]}}},
 {"type": "function", "function": {"name": "job_status", "description": "A job's state (running, exited, stopped or lost), its exit code once it ended, and the last 2000 bytes of its output.", "parameters": {"type": "object", "properties": {"jobId": {"type": "string", "description": "The job's id, as start_job gave it."}}, "required": ["jobId"]}}},
-{"type": "function", "function": {"name": "stop_job", "description": "Stop a running job and get its state.", "parameters": {"type": "object", "properties": {"jobId": {"type": "string", "description": "The job's id, as start_job gave it."}}, "required": ["jobId"]}}}]`);
+{"type": "function", "function": {"name": "stop_job", "description": "Stop a running job and get its state.", "parameters": {"type": "object", "properties": {"jobId": {"type": "string", "description": "The job's id, as start_job gave it."}}, "required": ["jobId"]}}},
+{"type":"function","function":{"name":"read_file","description":"Read a text file of the room's workspace as numbered lines (at most 2000 a call, 500 unless limit says; offset reads on).","parameters":{"type":"object","properties":{"path":{"type":"string","description":"Relative to the workspace."},"offset":{"type":"integer","minimum":1},"limit":{"type":"integer","minimum":1,"maximum":2000}},"required":["path"]}}},{"type":"function","function":{"name":"list_files","description":"List a directory of the room's workspace: an entry a line, directories ending in /.","parameters":{"type":"object","properties":{"path":{"type":"string","description":"Relative to the workspace; the workspace itself when left out."}}}}},{"type":"function","function":{"name":"write_file","description":"Write a file of the room's workspace whole (created with its directories, or replaced). To change part of a file, use edit_file.","parameters":{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}}},{"type":"function","function":{"name":"edit_file","description":"Change a text file: the one place where old_text occurs becomes new_text. old_text must match exactly once; include the lines around it to make it unique.","parameters":{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}},"required":["path","old_text","new_text"]}}}]`);
 const RESULTS_HEADER = "[Results of your commands, from the room's sandbox]";
 
 // ---- errors (src/api/error.rs): every failure is an ApiError with its status
@@ -888,12 +890,14 @@ function parseRunTags(answer) {
 }
 
 const JOB_TOOLS = ["start_job", "job_status", "stop_job"];
+const FILE_TOOLS = ["read_file", "list_files", "write_file", "edit_file"];
 
 /** The command a tool call asks for, `{cmd, timeoutMs?}`, or `{why}` it asks for none (its error turn). */
 function commandOf(call) {
   const { name, arguments: text } = call.function;
   if (JOB_TOOLS.includes(name)) return { why: `${name}: this worker runs no jobs` };
-  if (name !== RUN_COMMAND) return { why: `there is no tool \`${name}\`; the tools are ${RUN_COMMAND}, start_job, job_status and stop_job` };
+  if (FILE_TOOLS.includes(name)) return { why: `${name}: this worker has no file tools` };
+  if (name !== RUN_COMMAND) return { why: `there is no tool \`${name}\`; the tools are ${RUN_COMMAND}, start_job, job_status, stop_job, read_file, list_files, write_file and edit_file` };
   let args;
   try {
     args = JSON.parse(text);

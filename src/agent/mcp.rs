@@ -36,7 +36,7 @@ use crate::exchange::tools;
 use crate::feed::event::Event;
 use crate::mcp::tools::{Output, Tool};
 use crate::mcp::{self, CallTool, Headers, Item, Reply};
-use crate::room::calls::SandboxObject;
+use crate::room::calls::{Kind, SandboxObject};
 use crate::runtime::{body, clock, config, respond, timeout};
 use crate::text::first_chars;
 
@@ -133,8 +133,15 @@ impl DuetAgent {
             tool => self.command(room, tool, &call.arguments, asked_by).await,
         };
         let done = done.unwrap_or_else(|e| Output::Failed(e.to_string()));
-        // The Sandbox object records the commands it runs and jobs it starts.
-        if !matches!(call.tool, Tool::RunCommand | Tool::StartJob) {
+        // The Sandbox object records the commands it runs, the jobs it
+        // starts and the files it changes.
+        let recorded = [
+            Tool::RunCommand,
+            Tool::StartJob,
+            Tool::WriteFile,
+            Tool::EditFile,
+        ];
+        if !recorded.contains(&call.tool) {
             let outcome = match done {
                 Output::Done(_) => AuditOutcome::Ran,
                 Output::Failed(_) => AuditOutcome::Failed,
@@ -145,7 +152,8 @@ impl DuetAgent {
     }
 
     /// Records a call that ran no command: what it sent (a command, a
-    /// message's text, a job's id), if anything, under its tool's name.
+    /// message's text, a job's id, a path), if anything, under its tool's
+    /// name.
     async fn audit_call(
         &self,
         room: &str,
@@ -153,7 +161,7 @@ impl DuetAgent {
         asked_by: Option<&str>,
         outcome: AuditOutcome,
     ) {
-        let sent = ["command", "cmd", "text", "jobId"]
+        let sent = ["command", "cmd", "text", "jobId", "path"]
             .into_iter()
             .find_map(|key| call.arguments[key].as_str())
             .unwrap_or_default();
@@ -239,7 +247,10 @@ impl DuetAgent {
         self.touch(room).await?;
         let sandbox = SandboxObject::of(&self.env, room)?;
         let said = match command.judged(&self.policy()?) {
-            Verdict::Ask => self.approval(room, cmd, asked_by).await?,
+            Verdict::Ask => {
+                let diff = sandbox.diff(&command, true).await;
+                self.approval(room, cmd, diff.as_deref(), asked_by).await?
+            }
             verdict => Said::of_verdict(&verdict, Hearer::Mcp),
         };
         let consent = match said {
@@ -247,7 +258,7 @@ impl DuetAgent {
             Said::Refused { why, consent } => {
                 let entry = audit::entry(
                     clock::now_ms(),
-                    cmd,
+                    command.audited().0,
                     Source::Mcp,
                     asked_by.map(str::to_owned),
                     AuditOutcome::Refused,
@@ -265,6 +276,11 @@ impl DuetAgent {
         let wait = EXEC_ANSWER_MS + SANDBOXD_MARGIN_MS;
         let exec = sandbox.act(&command, timeout_ms, Source::Mcp, asked_by, &consent);
         Ok(match timeout::within(wait, exec).await {
+            // A file tool's refusal is the call's.
+            Some(Ok(ran)) if matches!(command.kind, Kind::File { .. }) => match ran.file() {
+                Ok(_) => Output::Done(ran.into_json()),
+                Err(why) => Output::Failed(why),
+            },
             // As `POST …/sandbox/exec` answers it in `result`, and as
             // sandboxd wrote it: not read again on its way.
             Some(Ok(ran)) => Output::Done(ran.into_json()),
@@ -288,6 +304,7 @@ impl DuetAgent {
         &self,
         room: &str,
         cmd: &str,
+        diff: Option<&str>,
         asked_by: Option<&str>,
     ) -> Result<Said, ApiError> {
         let now = clock::now_ms();
@@ -297,7 +314,9 @@ impl DuetAgent {
             APPROVAL_TIMEOUT_SECONDS,
         )
         .min(MCP_APPROVAL_WAIT_MS);
-        let asked = self.approvals.ask(cmd, asked_by, now, now + wait_ms)?;
+        let asked = self
+            .approvals
+            .ask(cmd, diff, asked_by, now, now + wait_ms)?;
         // Waiting from here: a decision while the approval is published is
         // heard too.
         let mut decision = self.approvals.wait(asked.id);

@@ -102,6 +102,9 @@ impl Decision {
 pub struct Approval {
     pub id: u64,
     pub command: String,
+    /// A file's change: the change, as a diff (`files::tools::diff`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
     pub asked_by: Option<String>,
     pub asked_at: u64,
     pub expires_at: u64,

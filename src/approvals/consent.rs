@@ -115,6 +115,7 @@ mod tests {
 
     fn approval(decision: Decision, decided_by: Option<&str>, rule: Option<&str>) -> Approval {
         Approval {
+            diff: None,
             id: 1,
             command: "echo hi".into(),
             asked_by: None,

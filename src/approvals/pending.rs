@@ -67,7 +67,15 @@ pub struct Ready {
 const KEPT_DECIDED: i64 = 1_000;
 
 const APPROVAL_COLUMNS: &str =
-    "id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at";
+    "id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at, diff";
+
+/// An approval to keep for a command of a waiting answer: what the policy
+/// said of it, and for a file's change the change.
+pub struct Proposal {
+    pub command: String,
+    pub verdict: Verdict,
+    pub diff: Option<String>,
+}
 
 impl Approvals {
     pub fn open(sql: SqlStorage) -> worker::Result<Self> {
@@ -100,10 +108,14 @@ impl Approvals {
                 decision TEXT,
                 decided_by TEXT,
                 rule TEXT,
-                decided_at INTEGER
+                decided_at INTEGER,
+                diff TEXT
             )",
             None,
         )?;
+        // A table made before approvals showed diffs gains the column; one
+        // that has it refuses, which is as good.
+        let _ = sql.exec("ALTER TABLE approvals ADD COLUMN diff TEXT", None);
         Ok(Self {
             sql,
             policy: RefCell::default(),
@@ -155,7 +167,7 @@ impl Approvals {
         &self,
         paused: String,
         asked_by: Option<&str>,
-        commands: &[(String, Verdict)],
+        commands: &[Proposal],
         now: u64,
         expires_at: u64,
     ) -> worker::Result<Vec<Approval>> {
@@ -164,7 +176,12 @@ impl Approvals {
             vec![SqlStorageValue::String(paused)],
         )?;
         let id = self.last_id()?;
-        for (command, verdict) in commands {
+        for Proposal {
+            command,
+            verdict,
+            diff,
+        } in commands
+        {
             let (decision, rule) = match verdict {
                 Verdict::Ask => (None, None),
                 Verdict::Run { rule } => (Some(Decision::Approved), rule.as_deref()),
@@ -174,7 +191,7 @@ impl Approvals {
             let or_null = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
             self.sql.exec(
                 "INSERT INTO approvals (paused, command, asked_by, asked_at, expires_at,
-                    decision, rule, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    decision, rule, decided_at, diff) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 vec![
                     SqlStorageValue::Integer(id),
                     command.as_str().into(),
@@ -186,6 +203,7 @@ impl Approvals {
                     decision.map_or(SqlStorageValue::Null, |_| {
                         SqlStorageValue::Integer(now as i64)
                     }),
+                    or_null(diff.as_deref()),
                 ],
             )?;
         }
@@ -202,16 +220,19 @@ impl Approvals {
     pub fn ask(
         &self,
         command: &str,
+        diff: Option<&str>,
         asked_by: Option<&str>,
         now: u64,
         expires_at: u64,
     ) -> Result<Approval, ApiError> {
+        let or_null = |s: Option<&str>| s.map_or(SqlStorageValue::Null, |s| s.into());
         self.sql.exec(
-            "INSERT INTO approvals (paused, command, asked_by, asked_at, expires_at)
-             VALUES (0, ?, ?, ?, ?)",
+            "INSERT INTO approvals (paused, command, diff, asked_by, asked_at, expires_at)
+             VALUES (0, ?, ?, ?, ?, ?)",
             vec![
                 command.into(),
-                asked_by.map_or(SqlStorageValue::Null, |by| by.into()),
+                or_null(diff),
+                or_null(asked_by),
                 SqlStorageValue::Integer(now as i64),
                 SqlStorageValue::Integer(expires_at as i64),
             ],
@@ -368,12 +389,13 @@ impl Approvals {
         let query = format!("SELECT {APPROVAL_COLUMNS} FROM approvals {filter}");
         let mut approvals = vec![];
         for row in self.sql.exec(&query, values)?.raw() {
-            if let [id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at] =
+            if let [id, command, asked_by, asked_at, expires_at, decision, decided_by, rule, decided_at, diff] =
                 row?.as_slice()
             {
                 approvals.push(Approval {
                     id: number(id).unwrap_or(0),
                     command: text(command).unwrap_or_default(),
+                    diff: text(diff),
                     asked_by: text(asked_by),
                     asked_at: number(asked_at).unwrap_or(0),
                     expires_at: number(expires_at).unwrap_or(0),

@@ -41,6 +41,8 @@ use crate::api::error::FieldErrors;
 use crate::api::limits::{MAX_POLICY_RULES, MAX_RULE_CHARS};
 use crate::api::validate::json_object;
 use crate::api::ApiError;
+use crate::files::tools::normalized;
+use crate::files::WRITE_FILE;
 
 /// How the room treats the agent's commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -119,6 +121,47 @@ impl Policy {
             }
         }
     }
+}
+
+impl Policy {
+    /// What becomes of the agent's change of the file at `path` (as
+    /// `files::tools::normalized` has it) by `tool`, `write_file` or
+    /// `edit_file`: the same as for a command, by the rules that name files
+    /// ([`names_file`]); the command rules name none.
+    pub fn judge_file(&self, tool: &str, path: &str) -> Verdict {
+        let names = |rule: &&String| names_file(rule, tool, path);
+        if let Some(rule) = self.deny.iter().find(names) {
+            return Verdict::Denied { rule: rule.clone() };
+        }
+        match self.agent_commands {
+            AgentCommands::Off => Verdict::Off,
+            AgentCommands::Auto => Verdict::Run { rule: None },
+            AgentCommands::Ask => match self.allow.iter().find(names) {
+                Some(rule) => Verdict::Run {
+                    rule: Some(rule.clone()),
+                },
+                None => Verdict::Ask,
+            },
+        }
+    }
+}
+
+/// Whether `rule` names a change by `tool` of `path`. A file rule is a
+/// tool and, if any, a path: `write_file` names every change (an edit
+/// writes the file too), `edit_file` only edits; with a path, that file
+/// and everything beneath it. The path is the one the call names, read
+/// as sandboxd reads it, not where a symlink in it leads.
+fn names_file(rule: &str, tool: &str, path: &str) -> bool {
+    let mut words = rule.split_whitespace();
+    let named = match words.next() {
+        Some(WRITE_FILE) => true,
+        first => first == Some(tool),
+    };
+    let within = match words.next().map(normalized) {
+        None => true,
+        Some(scope) => scope.is_empty() || path == scope || path.starts_with(&format!("{scope}/")),
+    };
+    named && within && words.next().is_none()
 }
 
 /// What a policy makes of one command.
@@ -288,6 +331,58 @@ mod tests {
             allow: own(allow),
             deny: own(deny),
         }
+    }
+
+    #[test]
+    fn file_rules_name_a_tool_and_a_path_with_all_beneath_it() {
+        let p = policy(
+            AgentCommands::Ask,
+            &["write_file docs/", "edit_file src/lib.rs"],
+            &["write_file .env", "edit_file secrets"],
+        );
+        let judged = |tool, path| p.judge_file(tool, path);
+        let denied = |rule: &str| Verdict::Denied { rule: rule.into() };
+        let ran = |rule: &str| Verdict::Run {
+            rule: Some(rule.into()),
+        };
+        assert_eq!(judged("write_file", ".env"), denied("write_file .env"));
+        assert_eq!(
+            judged("edit_file", ".env"),
+            denied("write_file .env"),
+            "an edit writes"
+        );
+        assert_eq!(
+            judged("edit_file", "secrets/key"),
+            denied("edit_file secrets")
+        );
+        assert_eq!(
+            judged("write_file", "secrets/key"),
+            Verdict::Ask,
+            "an edit rule names edits only"
+        );
+        assert_eq!(
+            judged("write_file", ".envrc"),
+            Verdict::Ask,
+            "a path, not a prefix of text"
+        );
+        assert_eq!(judged("write_file", "docs/a/b.md"), ran("write_file docs/"));
+        assert_eq!(
+            judged("edit_file", "src/lib.rs"),
+            ran("edit_file src/lib.rs")
+        );
+        assert_eq!(judged("write_file", "src/lib.rs"), Verdict::Ask);
+        // Command rules name no file, and file rules no command.
+        let shell = policy(AgentCommands::Auto, &[], &["rm", "write_file"]);
+        assert_eq!(shell.judge_file("edit_file", "a"), denied("write_file"));
+        assert_eq!(shell.judge("write_file a"), denied("write_file"));
+        assert_eq!(
+            policy(AgentCommands::Auto, &[], &["rm"]).judge_file("write_file", "rm"),
+            Verdict::Run { rule: None }
+        );
+        assert_eq!(
+            policy(AgentCommands::Off, &[], &[]).judge_file("write_file", "a"),
+            Verdict::Off
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::api::limits::{
 use crate::api::shapes::{Message, Role};
 use crate::api::shapes::{JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use crate::exchange::rounds::FollowUp;
+use crate::files::{EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE};
 
 /// Tells the model how to behave in a shared terminal room, with the limits
 /// the exchange enforces (`rounds`), so the two cannot disagree; `tools`
@@ -39,7 +40,9 @@ pub fn system_prompt(tools: bool) -> &'static str {
                  run more commands the same way, or give your final answer without calling it. \
                  For anything that may take longer than a few seconds (installs, builds, test \
                  suites, servers), start a job with {START_JOB} and check on it with \
-                 {JOB_STATUS} rather than waiting for it; {STOP_JOB} stops one."
+                 {JOB_STATUS} rather than waiting for it; {STOP_JOB} stops one. To look at \
+                 files use {READ_FILE} and {LIST_FILES}; to change one, use {EDIT_FILE} (one \
+                 exact match) or {WRITE_FILE} (the whole file) rather than shell commands."
             ),
         ];
         how.map(|how| {

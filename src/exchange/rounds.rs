@@ -255,6 +255,7 @@ fn result(cmd: &str, outcome: &Outcome) -> String {
         }
         Outcome::Failed(why) => said.push_str(&format!("not run: {why}")),
         Outcome::Job(job) => said.push_str(&job.said(MODEL_OUTPUT_CHARS)),
+        Outcome::File(text) => said.push_str(text),
     }
     said
 }

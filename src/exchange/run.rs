@@ -31,10 +31,11 @@ use crate::ai::messages::ChatMessage;
 use crate::ai::{self, Answer, Model};
 use crate::api::limits::{DELTA_INTERVAL_MS, MAX_MODEL_CALLS, MESSAGE_BUDGET_MS};
 use crate::api::shapes::Source;
-use crate::api::shapes::{Approval, AuditOutcome, Message};
+use crate::api::shapes::{Approval, AuditEntry, AuditOutcome, Message};
 use crate::api::{validate, ApiError};
 use crate::approvals::audit::{self, Consent};
 use crate::approvals::consent::{Hearer, Said};
+use crate::approvals::pending::Proposal;
 use crate::approvals::policy::{Policy, Verdict};
 use crate::exchange::budget::{command_budget, follow_up_call};
 use crate::exchange::context;
@@ -52,7 +53,7 @@ pub struct Exchange {
     pub stop: Stop,
     /// When it waits for approvals: where to carry on from, and the
     /// waiting answer's commands with what the policy said of each.
-    pub paused: Option<(Paused, Vec<(String, Verdict)>)>,
+    pub paused: Option<(Paused, Vec<Proposal>)>,
 }
 
 impl Exchange {
@@ -328,8 +329,20 @@ impl<'a> Run<'a> {
                     at.skipped = round.skipped;
                     at.not_run = not_run;
                     rounds.push(round);
-                    let judged = commands.into_iter().map(|c| c.cmd).zip(verdicts).collect();
-                    paused = Some((at, judged));
+                    let mut proposed = Vec::with_capacity(commands.len());
+                    for (command, verdict) in commands.into_iter().zip(verdicts) {
+                        let diff = match verdict {
+                            Verdict::Ask => self.sandbox.diff(&command, false).await,
+                            _ => None,
+                        };
+                        let command = command.cmd;
+                        proposed.push(Proposal {
+                            command,
+                            verdict,
+                            diff,
+                        });
+                    }
+                    paused = Some((at, proposed));
                     // The room numbers the approvals as it keeps them.
                     break Stop::Waiting(vec![]);
                 }
@@ -417,15 +430,16 @@ impl<'a> Run<'a> {
         match said {
             Said::Run(consent) => self.run_command(command, &consent, asked_by).await,
             Said::Refused { why, consent } => {
+                let (what, tool) = command.audited();
                 let entry = audit::entry(
                     clock::now_ms(),
-                    &command.cmd,
+                    what,
                     Source::Agent,
                     asked_by.map(str::to_owned),
                     AuditOutcome::Refused,
                     consent,
                 );
-                self.sandbox.audit(&entry).await;
+                self.sandbox.audit(&AuditEntry { tool, ..entry }).await;
                 Outcome::Failed(why)
             }
         }
@@ -457,6 +471,7 @@ impl<'a> Run<'a> {
             Some(Ok(ran)) => {
                 let read = match command.kind {
                     Kind::Run => ran.read().map(Outcome::Ran),
+                    Kind::File { .. } => ran.file().map(Outcome::File),
                     _ => ran.read_job().map(Outcome::Job),
                 };
                 read.unwrap_or_else(Outcome::Failed)

@@ -33,6 +33,8 @@ pub enum Outcome {
     Failed(String),
     /// A job it started, told of or stopped (`exchange::tools`), as it stood.
     Job(Seen),
+    /// What a file tool answered (`files::tools`), bounded there.
+    File(String),
 }
 
 /// The answer split into its prose and its commands.
@@ -112,6 +114,10 @@ pub fn answer_text(prose: &str, ran: &[(String, Outcome)], skipped: usize) -> St
             Outcome::Job(job) => text.push_str(&format!(
                 "\n\nOutput ({cmd}):\n{}",
                 without_controls(&job.said(SUMMARY_CHARS))
+            )),
+            Outcome::File(said) => text.push_str(&format!(
+                "\n\nOutput ({cmd}):\n{}",
+                summary(said, "").trim_end_matches('\n')
             )),
         }
     }

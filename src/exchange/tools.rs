@@ -14,9 +14,12 @@
 //! not the JSON object the schema asks for) is answered as an error turn
 //! the model can read and correct, never a failure of the exchange.
 //!
-//! File tools are not offered: a file written or read through the shell is
-//! judged by the room's rules as the command it is, and a tool of its own
-//! would need rules of its own.
+//! The file tools, `read_file {path, offset?, limit?}`, `list_files
+//! {path?}`, `write_file {path, content}` and `edit_file {path, old_text,
+//! new_text}` (`files::tools`), are carried out by the Sandbox object
+//! without the shell. A write or an edit is judged by the room's file
+//! rules as a command is by its command rules (`approvals::policy`);
+//! reading changes nothing, so it is not asked.
 
 use serde_json::Value;
 
@@ -24,6 +27,8 @@ use crate::ai::messages::ToolCall;
 use crate::api::limits::MAX_RUNS_PER_ANSWER;
 use crate::api::shapes::{JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use crate::api::validate;
+use crate::files::tools::FileTool;
+use crate::files::{EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE};
 use crate::room::calls::{Command, Kind};
 
 /// Calls as strings, each its id, name and arguments: how they are stored.
@@ -89,9 +94,17 @@ pub fn asked(name: &str, arguments: &Value) -> Result<Command, String> {
         }
         JOB_STATUS => job(Kind::JobStatus),
         STOP_JOB => job(Kind::StopJob),
-        _ => Err(format!(
-            "there is no tool `{name}`; the tools are {RUN_COMMAND}, {START_JOB}, {JOB_STATUS} and {STOP_JOB}"
-        )),
+        _ => match FileTool::asked(name, arguments) {
+            Some(asked) => asked.map(|(tool, path)| Command {
+                cmd: format!("{name} {path}"),
+                timeout_ms: None,
+                kind: Kind::File { tool, path },
+            }),
+            None => Err(format!(
+                "there is no tool `{name}`; the tools are {RUN_COMMAND}, {START_JOB}, {JOB_STATUS}, \
+                 {STOP_JOB}, {READ_FILE}, {LIST_FILES}, {WRITE_FILE} and {EDIT_FILE}"
+            )),
+        },
     }
 }
 
@@ -131,7 +144,19 @@ mod tests {
             .iter()
             .map(|t| &t["function"]["name"])
             .collect();
-        assert_eq!(names, [RUN_COMMAND, START_JOB, JOB_STATUS, STOP_JOB]);
+        assert_eq!(
+            names,
+            [
+                RUN_COMMAND,
+                START_JOB,
+                JOB_STATUS,
+                STOP_JOB,
+                READ_FILE,
+                LIST_FILES,
+                WRITE_FILE,
+                EDIT_FILE
+            ]
+        );
         let status = tools[2]["function"]["description"].as_str().unwrap();
         assert!(status.contains(&format!("last {MODEL_OUTPUT_CHARS} bytes")));
     }

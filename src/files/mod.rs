@@ -7,6 +7,9 @@
 
 use duet_wire::file::FileChanged;
 use serde::Serialize;
+use serde_json::Value;
+
+pub mod tools;
 
 /// What became of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,6 +37,16 @@ impl Change {
     }
 }
 
+/// sandboxd's answer to a write or a delete, read through a `Value`, whose
+/// reader the upload has anyway (a derived one would add to it).
+pub fn changed_of(answer: &Value) -> Option<FileChanged> {
+    Some(FileChanged {
+        path: answer["path"].as_str()?.to_owned(),
+        size: answer["size"].as_u64(),
+        deleted: answer["deleted"] == true,
+    })
+}
+
 /// The file tools: the model's, an MCP client's, and the audit's names.
 pub const READ_FILE: &str = "read_file";
 pub const LIST_FILES: &str = "list_files";
@@ -47,13 +60,17 @@ mod tests {
 
     #[test]
     fn a_change_is_read_from_sandboxd_s_answer() {
-        let answer = |json| serde_json::from_str::<FileChanged>(json).unwrap();
+        let answer = |json| changed_of(&serde_json::from_str(json).unwrap()).unwrap();
         let written = answer(r#"{"path":"a/b.txt","size":3}"#);
         assert_eq!(Change::of(&written), Change::Written);
         assert_eq!(written.size, Some(3));
         let deleted = answer(r#"{"path":"a","deleted":true}"#);
         assert_eq!(Change::of(&deleted), Change::Deleted);
         assert_eq!(Change::of(&deleted).tool(), "delete_file");
-        assert_eq!(serde_json::to_string(&Change::Written).unwrap(), r#""written""#);
+        assert_eq!(
+            serde_json::to_string(&Change::Written).unwrap(),
+            r#""written""#
+        );
+        assert_eq!(changed_of(&serde_json::json!({"size": 1})), None);
     }
 }

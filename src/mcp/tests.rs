@@ -119,7 +119,10 @@ fn ping_and_tools_list_by_role() {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect::<Vec<_>>()
     };
-    assert_eq!(list(RoomRole::Watcher), ["job_status", "read_history"]);
+    assert_eq!(
+        list(RoomRole::Watcher),
+        ["job_status", "read_file", "list_files", "read_history"]
+    );
     assert_eq!(
         list(RoomRole::Writer),
         [
@@ -127,6 +130,10 @@ fn ping_and_tools_list_by_role() {
             "start_job",
             "job_status",
             "stop_job",
+            "read_file",
+            "list_files",
+            "write_file",
+            "edit_file",
             "read_history",
             "send_message"
         ]
@@ -340,7 +347,7 @@ fn modern_discover_list_and_call() {
         (json!("complete"), json!("private"))
     );
     assert!(result["ttlMs"].is_u64());
-    assert_eq!(result["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(result["tools"].as_array().unwrap().len(), 4);
     let params = json!({"name": "run_command", "arguments": {"command": "ls"}});
     let Ok(Post { mut items, .. }) = post(
         modern_headers("tools/call", Some("run_command")),

@@ -4,13 +4,14 @@
 //!
 //! A watcher's token lists only the read-only tools and is refused the
 //! others (a tool error, which a model reads, rather than a protocol one).
-//! There are no file tools: a file read or written through the shell is
-//! judged by the room's rules as the command it is.
+//! The file tools are the agent's (`files::tools`): a write or an edit is
+//! judged by the room's file rules, a read is not.
 
 use crate::api::shapes::{Source, JOB_STATUS, RUN_COMMAND, START_JOB, STOP_JOB};
 use serde_json::Value;
 
 use crate::api::role::RoomRole;
+use crate::files::{EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE};
 
 /// The tools, in the order listed. Their limits are checked against
 /// `api::limits` by a test.
@@ -19,6 +20,10 @@ pub const DEFINITIONS: &str = r#"[
 {"name":"start_job","title":"Start a job","description":"Start a command as a background job in the room's sandbox, for minutes or hours; answers at once. Use it for anything that may take longer than a command's 25 s (installs, builds, test suites, servers), and check on it with job_status. The room's policy applies as to run_command.","inputSchema":{"type":"object","properties":{"cmd":{"type":"string","description":"The command, exactly as it would be typed in bash (at most 8000 characters)."},"name":{"type":"string","description":"A short label for people."}},"required":["cmd"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"job":{"type":"object"}},"required":["job"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}},
 {"name":"job_status","title":"A job's status","description":"A job of the room: its state (running, exited, stopped or lost), its exit code once it ended, and the newest 64 KiB of its output.","inputSchema":{"type":"object","properties":{"jobId":{"type":"string","description":"The job's id, as start_job gave it."}},"required":["jobId"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"job":{"type":"object"}},"required":["job"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
 {"name":"stop_job","title":"Stop a job","description":"Stop a running job (SIGTERM, then SIGKILL 5 s later); answers it once it ended.","inputSchema":{"type":"object","properties":{"jobId":{"type":"string","description":"The job's id, as start_job gave it."}},"required":["jobId"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"job":{"type":"object"}},"required":["job"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}},
+{"name":"read_file","title":"Read a file","description":"Read a text file of the room's workspace as numbered lines (the path relative to the workspace): at most 2000 lines a call (500 unless limit says), each cut at 2000 characters, 16000 characters in all; offset reads on. A binary file is said to be binary.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer","minimum":1,"description":"The first line to read (the first is 1)."},"limit":{"type":"integer","minimum":1,"maximum":2000,"description":"How many lines to read."}},"required":["path"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
+{"name":"list_files","title":"List a directory","description":"List a directory of the room's workspace (the path relative to it; the workspace itself without one): an entry a line, directories ending in /, files with their size; at most 1000 entries.","inputSchema":{"type":"object","properties":{"path":{"type":"string"}},"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
+{"name":"write_file","title":"Write a file","description":"Write a file of the room's workspace whole: created with its directories, or replaced at once. Everyone in the room sees the change. The room's policy applies as to run_command: file rules (write_file PATH) refuse or allow it, and in ask mode a writer approves it, seeing the diff. To change part of a file, use edit_file.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string","description":"The file's whole new text."}},"required":["path","content"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}},
+{"name":"edit_file","title":"Edit a file","description":"Change a text file of the room's workspace: the one place where old_text occurs becomes new_text. old_text must match the file exactly and once (a tool error says how many times it matched otherwise); include the lines around it to make it unique. The room's policy applies as to write_file.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}},"required":["path","old_text","new_text"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}},
 {"name":"read_history","title":"Read the room's chat","description":"Read the room's stored chat history, oldest first (the last 20 messages): what the people in the room and the room's own agent said.","inputSchema":{"type":"object","additionalProperties":false},"outputSchema":{"type":"object","properties":{"messages":{"type":"array","items":{"type":"object","properties":{"role":{"type":"string","enum":["user","agent"]},"userId":{"type":"string"},"text":{"type":"string"},"ts":{"type":"integer","description":"Milliseconds since the Unix epoch."}},"required":["role","text","ts"]}}},"required":["messages"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
 {"name":"send_message","title":"Send a message to the room","description":"Send a message to the room's chat, where everyone in the room sees it. With ask true (the default) it also asks the room's own agent, which may run commands in the room's shell; the call then answers the agent's reply, and the message and reply are stored in the room's history. With ask false it only shows the message to those watching the room live; it is not stored, as the history holds exchanges with the room's agent.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"The message (at most 8000 characters)."},"ask":{"type":"boolean","default":true,"description":"Whether the room's agent answers it."}},"required":["text"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true}}
 ]"#;
@@ -30,6 +35,10 @@ pub enum Tool {
     StartJob,
     JobStatus,
     StopJob,
+    ReadFile,
+    ListFiles,
+    WriteFile,
+    EditFile,
     ReadHistory,
     SendMessage,
 }
@@ -41,11 +50,15 @@ impl Tool {
         (source == Source::Mcp).then_some(Self::RunCommand.name())
     }
 
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 10] = [
         Self::RunCommand,
         Self::StartJob,
         Self::JobStatus,
         Self::StopJob,
+        Self::ReadFile,
+        Self::ListFiles,
+        Self::WriteFile,
+        Self::EditFile,
         Self::ReadHistory,
         Self::SendMessage,
     ];
@@ -56,6 +69,10 @@ impl Tool {
             Self::StartJob => START_JOB,
             Self::JobStatus => JOB_STATUS,
             Self::StopJob => STOP_JOB,
+            Self::ReadFile => READ_FILE,
+            Self::ListFiles => LIST_FILES,
+            Self::WriteFile => WRITE_FILE,
+            Self::EditFile => EDIT_FILE,
             Self::ReadHistory => "read_history",
             Self::SendMessage => "send_message",
         }
@@ -69,7 +86,9 @@ impl Tool {
     /// (`access::roles`).
     pub fn needed(self) -> RoomRole {
         match self {
-            Self::ReadHistory | Self::JobStatus => RoomRole::Watcher,
+            Self::ReadHistory | Self::JobStatus | Self::ReadFile | Self::ListFiles => {
+                RoomRole::Watcher
+            }
             _ => RoomRole::Writer,
         }
     }
@@ -155,7 +174,10 @@ mod tests {
             .iter()
             .map(|t| t["name"].clone())
             .collect();
-        assert_eq!(names, ["job_status", "read_history"]);
+        assert_eq!(
+            names,
+            ["job_status", "read_file", "list_files", "read_history"]
+        );
         assert_eq!(listed(RoomRole::Writer).len(), Tool::ALL.len());
     }
 

@@ -19,6 +19,7 @@ use crate::api::ApiError;
 use crate::approvals::audit::Consent;
 use crate::approvals::policy::{Policy, Verdict};
 use crate::feed::event::Event;
+use crate::files::tools::{normalized, FileTool};
 use crate::jobs::Seen;
 use crate::runtime::{bindings, body, internal};
 
@@ -57,6 +58,11 @@ pub enum Kind {
     StartJob(Option<String>),
     JobStatus(u64),
     StopJob(u64),
+    /// A file tool's call, on the file at `path`.
+    File {
+        tool: FileTool,
+        path: String,
+    },
 }
 
 impl Command {
@@ -71,9 +77,24 @@ impl Command {
 
     /// What the room's policy says of it: a job's status or stop runs
     /// nothing new, so it is not asked.
+    /// What the audit records of it: the command, or a file tool's path
+    /// under the tool's name.
+    pub fn audited(&self) -> (&str, Option<&'static str>) {
+        match &self.kind {
+            Kind::File { tool, path } => (path, Some(tool.name())),
+            _ => (&self.cmd, None),
+        }
+    }
+
+    /// A file's change is judged by the rules that name files; reading
+    /// one changes nothing, so it is not asked either.
     pub fn judged(&self, policy: &Policy) -> Verdict {
-        match self.kind {
+        match &self.kind {
             Kind::JobStatus(_) | Kind::StopJob(_) => Verdict::Run { rule: None },
+            Kind::File { tool, path } => match tool.changes() {
+                true => policy.judge_file(tool.name(), &normalized(path)),
+                false => Verdict::Run { rule: None },
+            },
             _ => policy.judge(&self.cmd),
         }
     }
@@ -96,6 +117,13 @@ pub enum Call {
     /// `stop_job`), by the number of its id; answers as `GET …/jobs/{id}`.
     Job(u64),
     StopJob(u64),
+    /// DuetAgent → Sandbox: a file tool's call of the agent's, or of an MCP
+    /// client's, its arguments as the tool takes them (`files::tools`),
+    /// with `preview` to hear the change it would make without making it;
+    /// answers `{"path", "text"}`, or `{"error"}` for a call the file
+    /// refuses.
+    AgentFile,
+    McpFile,
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
     /// DuetAgent → Sandbox: a command of the agent's that did not run, for
@@ -120,13 +148,15 @@ pub enum Call {
 /// leaves a room's two objects on different versions, the call fails as
 /// unknown (before anything runs) rather than being misread.
 /// A job's call is listed with job 0; its path ends in the job's id.
-const CALLS: [(Call, &str, &str); 13] = [
+const CALLS: [(Call, &str, &str); 15] = [
     (Call::AgentExec, "agent-run", "POST"),
     (Call::McpExec, "mcp-run", "POST"),
     (Call::AgentJob, "agent-job", "POST"),
     (Call::McpJob, "mcp-job", "POST"),
     (Call::Job(0), "job", "POST"),
     (Call::StopJob(0), "stop-job", "POST"),
+    (Call::AgentFile, "agent-file", "POST"),
+    (Call::McpFile, "mcp-file", "POST"),
     (Call::Publish, "publish", "POST"),
     (Call::Audit, "audit", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
@@ -219,6 +249,8 @@ pub enum ToSandbox {
     ReadFile,
     WriteFile(Source),
     DeleteFile(Source),
+    /// A file tool's call, from the agent or an MCP client.
+    FileTool(Source),
     KeptArchive,
     Audit,
     /// A command the DuetAgent refused, for the audit.
@@ -287,6 +319,8 @@ fn served(asked: Asked) -> Served {
             Call::McpJob => Sandbox(ToSandbox::StartJob(Source::Mcp)),
             Call::Job(job) => Sandbox(ToSandbox::Job(job)),
             Call::StopJob(job) => Sandbox(ToSandbox::StopJob(job)),
+            Call::AgentFile => Sandbox(ToSandbox::FileTool(Source::Agent)),
+            Call::McpFile => Sandbox(ToSandbox::FileTool(Source::Mcp)),
             Call::Publish => Sandbox(ToSandbox::Publish),
             Call::Audit => Sandbox(ToSandbox::RecordRefused),
             Call::HistoryExpired => Sandbox(ToSandbox::HistoryExpired),
@@ -401,6 +435,16 @@ impl Ran {
         Seen::of(&self.value()?).ok_or_else(|| unexpected(&"not a job"))
     }
 
+    /// A file tool's answer: its text, or why the file refused it.
+    pub fn file(&self) -> Result<String, String> {
+        let value = self.value()?;
+        match (value["text"].as_str(), value["error"].as_str()) {
+            (Some(text), _) => Ok(text.to_owned()),
+            (_, Some(why)) => Err(why.to_owned()),
+            _ => Err(unexpected(&"not a file tool's answer")),
+        }
+    }
+
     fn value(&self) -> Result<serde_json::Value, String> {
         serde_json::from_str(&self.0).map_err(|e| unexpected(&e))
     }
@@ -442,28 +486,60 @@ impl SandboxObject {
         consent: &Consent,
     ) -> Result<Ran, String> {
         let mcp = source == Source::Mcp;
-        let (call, timeout_ms, name) = match &command.kind {
-            Kind::JobStatus(job) => (Call::Job(*job), None, None),
-            Kind::StopJob(job) => (Call::StopJob(*job), None, None),
+        let exec = |timeout_ms, name| {
+            serde_json::to_string(&AgentExecBody {
+                cmd: &command.cmd,
+                timeout_ms,
+                name,
+                user_id: asked_by,
+                decided_by: consent.decided_by.as_deref(),
+                rule: consent.rule.as_deref(),
+            })
+            .expect("an exec request serializes")
+        };
+        let (call, body) = match &command.kind {
+            Kind::JobStatus(job) => (Call::Job(*job), exec(None, None)),
+            Kind::StopJob(job) => (Call::StopJob(*job), exec(None, None)),
             Kind::StartJob(name) => {
                 let call = if mcp { Call::McpJob } else { Call::AgentJob };
-                (call, None, name.as_deref())
+                (call, exec(None, name.as_deref()))
             }
             Kind::Run => {
                 let call = if mcp { Call::McpExec } else { Call::AgentExec };
-                (call, Some(timeout_ms), None)
+                (call, exec(Some(timeout_ms), None))
+            }
+            Kind::File { tool, path } => {
+                let mut body = tool.arguments(path);
+                body["userId"] = asked_by.into();
+                body["decidedBy"] = consent.decided_by.as_deref().into();
+                body["rule"] = consent.rule.as_deref().into();
+                let call = if mcp { Call::McpFile } else { Call::AgentFile };
+                (call, body.to_string())
             }
         };
-        let body = serde_json::to_vec(&AgentExecBody {
-            cmd: &command.cmd,
-            timeout_ms,
-            name,
-            user_id: asked_by,
-            decided_by: consent.decided_by.as_deref(),
-            rule: consent.rule.as_deref(),
+        self.send_reading(call, &body).await
+    }
+
+    /// The change a file tool's `command` would make, as a diff for a
+    /// writer to approve (or why it would make none); `None` for a command
+    /// that changes no file.
+    pub async fn diff(&self, command: &Command, mcp: bool) -> Option<String> {
+        let Kind::File { tool, path } = &command.kind else {
+            return None;
+        };
+        let mut body = tool.arguments(path);
+        body["preview"] = true.into();
+        let call = if mcp { Call::McpFile } else { Call::AgentFile };
+        let heard = self.send_reading(call, &body.to_string()).await;
+        Some(match heard.and_then(|ran| ran.file()) {
+            Ok(diff) => diff,
+            Err(why) => format!("(no diff: {why})"),
         })
-        .expect("an exec request serializes");
-        let response = send(&self.stub, &self.room, call, Some(&body)).await?;
+    }
+
+    /// Sends `call` with `body`; answers what came back, read whole.
+    async fn send_reading(&self, call: Call, body: &str) -> Result<Ran, String> {
+        let response = send(&self.stub, &self.room, call, Some(body.as_bytes())).await?;
         let bytes = body::all_of(response)
             .await
             .map_err(|e| unexpected(&worker::Error::from(e)))?;

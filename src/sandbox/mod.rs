@@ -5,6 +5,7 @@
 //! `room::calls`.
 
 mod deadline;
+mod files;
 mod follow;
 mod object;
 mod sandboxd;

@@ -60,6 +60,7 @@ use worker::worker_sys::DurableObjectState;
 use worker::{web_sys, Delay, Env, Method, Response, State, WebSocket};
 
 use super::deadline::{command_limit, exec_deadline, restore_limit};
+use super::files;
 use super::follow::Follower;
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
@@ -79,7 +80,8 @@ use crate::approvals::audit::Consent;
 use crate::approvals::audit::{self, Audit};
 use crate::feed::event::{self, CloseReason, Event, Written};
 use crate::feed::fanout::{Feed, Joining};
-use crate::files::Change;
+use crate::files::tools::FileTool;
+use crate::files::{changed_of, Change};
 use crate::jobs::{self, Job, Jobs};
 use crate::room::calls::AgentObject;
 use crate::room::calls::{self, Served, ToSandbox};
@@ -267,6 +269,7 @@ impl Sandbox {
                 let by = (source, roles::named(claims, None));
                 self.file(req, url, room, Some(by), arrived, epoch).await
             }
+            ToSandbox::FileTool(source) => self.file_tool(req, room, source, arrived, epoch).await,
             ToSandbox::KeptArchive => self.kept_archive(room),
             ToSandbox::Audit => self.audit_entries(),
             ToSandbox::RecordRefused => self.record_refused(req).await,
@@ -659,33 +662,102 @@ impl Sandbox {
         // Nothing awaits between this check and the request being sent.
         self.clock.still_current(epoch)?;
         let query = url.split_once('?').map_or("", |(_, query)| query);
-        let mut answer = sandboxd.files(&name, query, &req).await?;
+        let (method, range) = (Method::from(req.method()), req.headers().get("range")?);
+        let body = req.body().map(JsValue::from);
+        let mut answer = sandboxd
+            .files(method, &name, query, range.as_deref(), body)
+            .await?;
         let Some((source, by)) = by.filter(|_| answer.status_code() == 200) else {
             return Ok(answer);
         };
-        let changed: FileChanged = answer.json().await.map_err(|e| {
-            ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {e}"))
+        let text = answer.text().await?;
+        let changed = serde_json::from_str(&text)
+            .ok()
+            .as_ref()
+            .and_then(changed_of);
+        let changed = changed.ok_or_else(|| {
+            ApiError::SandboxFailed(format!("unexpected answer from sandboxd: {text:.80}"))
         })?;
-        let change = Change::of(&changed);
+        let tool = Change::of(&changed).tool();
+        self.file_changed(&changed, tool, source, by, Consent::default(), arrived)?;
+        // As sandboxd wrote it.
+        Ok(respond::json_text(200, text)?)
+    }
+
+    /// A file tool's call of the agent's or an MCP client's
+    /// (`files::tools`), carried out without the shell (`sandbox::files`):
+    /// answers `{"path", "text"}`, or `{"error"}` when the file refused it.
+    /// A change it made is shown and audited as the routes' are.
+    async fn file_tool(
+        &self,
+        req: web_sys::Request,
+        room: &str,
+        source: Source,
+        arrived: u64,
+        epoch: u64,
+    ) -> Result<Response, ApiError> {
+        let asked: serde_json::Value = serde_json::from_slice(&body::read(req).await?)
+            .map_err(|e| ApiError::BadJson(e.to_string()))?;
+        let name = asked["tool"].as_str().unwrap_or_default();
+        let (tool, path) = FileTool::asked(name, &asked)
+            .ok_or(ApiError::NotFound)?
+            .map_err(ApiError::Internal)?;
+        let text = |key: &str| asked[key].as_str().map(str::to_owned);
+        self.touch(room, arrived).await?;
+        let sandboxd = self.sandboxd()?;
+        let sandbox = sandbox_name(room);
+        self.ready(&sandboxd, room, &sandbox, arrived, 0).await?;
+        // Nothing awaits between this check and the first request sent.
+        self.clock.still_current(epoch)?;
+        let preview = asked["preview"] == true;
+        let (by, consent) = (
+            text("userId"),
+            consent(source, text("decidedBy"), text("rule")),
+        );
+        let answer = match files::carry_out(&sandboxd, &sandbox, &tool, &path, preview).await {
+            Ok(done) => {
+                if let Some(changed) = &done.changed {
+                    self.file_changed(changed, tool.name(), source, by, consent, arrived)?;
+                }
+                serde_json::json!({ "path": path, "text": done.text })
+            }
+            Err(why) => {
+                // A change let through that could not be made is recorded too.
+                if tool.changes() && !preview {
+                    let outcome = AuditOutcome::Failed;
+                    let entry = audit::entry(arrived, &path, source, by, outcome, consent);
+                    let tool = Some(tool.name());
+                    self.audit.record(&AuditEntry { tool, ..entry })?;
+                }
+                serde_json::json!({ "error": why })
+            }
+        };
+        Ok(respond::json(200, &answer)?)
+    }
+
+    /// A file changed by `tool`, from `source`, `by` someone if named: a
+    /// `file` event on the feed, and an entry in the audit.
+    fn file_changed(
+        &self,
+        changed: &FileChanged,
+        tool: &'static str,
+        source: Source,
+        by: Option<String>,
+        consent: Consent,
+        arrived: u64,
+    ) -> Result<(), ApiError> {
         let event = Event::File {
-            change,
+            change: Change::of(changed),
             path: &changed.path,
             size: changed.size,
             changed_by: by.as_deref(),
             source,
         };
         self.feed.publish(&self.state, &event.written())?;
-        let entry = audit::entry(
-            arrived,
-            &changed.path,
-            source,
-            by,
-            AuditOutcome::Ran,
-            Consent::default(),
-        );
-        let tool = Some(change.tool());
-        self.audit.record(&AuditEntry { tool, ..entry })?;
-        Ok(respond::json(200, &changed)?)
+        let outcome = AuditOutcome::Ran;
+        let entry = audit::entry(arrived, &changed.path, source, by, outcome, consent);
+        let tool = Some(tool);
+        Ok(self.audit.record(&AuditEntry { tool, ..entry })?)
     }
 
     /// `GET …/jobs/{jobId}`: the job, with the newest of its output.

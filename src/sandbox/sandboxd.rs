@@ -271,7 +271,10 @@ impl<'a> Sandboxd<'a> {
         }
         let path = format!("{}?{MAX_BYTES}={max_bytes}", Route::Archive(name));
         let saving = async {
-            let mut response = match self.send_within(Method::Get, &path, None, None, limit_ms).await {
+            let mut response = match self
+                .send_within(Method::Get, &path, None, None, limit_ms)
+                .await
+            {
                 Some(Ok(response)) => response,
                 Some(Err(e)) => {
                     return Err(ApiError::SandboxFailed(format!(
@@ -394,24 +397,25 @@ impl<'a> Sandboxd<'a> {
         }
     }
 
-    /// Relays a request of the files route (`duet_wire::file`) to sandboxd,
-    /// with its query, its `Range` and its body, streamed; answers
-    /// sandboxd's answer with its body unread, so a file's bytes stream
-    /// through. sandboxd's refusals of a path or a body (`{"error"}`, with
-    /// the statuses the wire names) are the caller's to see, as they are.
+    /// A request of the files route (`duet_wire::file`): `query` names the
+    /// path, `range` a part to read, `body` a file's bytes (streamed);
+    /// answers sandboxd's answer with its body unread, so a file's bytes
+    /// stream through. sandboxd's refusals of a path or a body (`{"error"}`,
+    /// with the statuses the wire names) are the caller's to see, as they
+    /// are.
     pub async fn files(
         &self,
+        method: Method,
         name: &str,
         query: &str,
-        req: &web_sys::Request,
+        range: Option<&str>,
+        body: Option<JsValue>,
     ) -> Result<Response, ApiError> {
-        let method = Method::from(req.method());
         let path = format!("{}?{query}", Route::Files(name));
         let headers = Headers::new();
-        if let Some(range) = req.headers().get("range")? {
-            headers.set("range", &range)?;
+        if let Some(range) = range {
+            headers.set("range", range)?;
         }
-        let body = req.body().map(JsValue::from);
         let response = self
             .send_within(method, &path, body, Some(&headers), FILE_TRANSFER_MS)
             .await
@@ -423,9 +427,6 @@ impl<'a> Sandboxd<'a> {
         }
     }
 
-    /// Sends one request to sandboxd; `None` when `limit_ms` passed first, in
-    /// which case the request is aborted so the runtime stops waiting on it.
-    /// (workerd may keep the socket open until the object is evicted.)
     async fn send_within(
         &self,
         method: Method,
@@ -670,4 +671,3 @@ mod tests {
         );
     }
 }
-

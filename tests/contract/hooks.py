@@ -9,8 +9,8 @@ negative cases stay negative.
 Failures are dropped only where the description cannot say what the worker
 does: the lengths of text, userId, an invite's name and a policy's rules
 count after trimming; a file's path is refused when its `..` leaves the
-workspace or its UTF-8 is longer than 4095 bytes (the schema counts
-characters), and what a write or a delete meets depends on what the
+workspace, its UTF-8 is longer than 4095 bytes (the schema counts
+characters) or one of its names longer than 255, and what a write or a delete meets depends on what the
 workspace already holds (a directory where a file goes: 409).
 """
 
@@ -120,13 +120,18 @@ FILES_PATH = "/api/rooms/{roomId}/files"
 MAX_PATH_BYTES = 4095
 
 
+MAX_NAME_BYTES = 255
+
+
 def _path_refused(path, method):
     """Whether sandboxd refuses a schema-valid path by a rule the schema
-    cannot state: `..` that leaves the workspace, too many bytes, or the
-    workspace itself as what a write or a delete names."""
+    cannot state: `..` that leaves the workspace, too many bytes in it or
+    in one of its names (the file system's NAME_MAX), or the workspace
+    itself as what a write or a delete names."""
     if not isinstance(path, str):
         return False
-    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+    encoded = path.encode("utf-8", "surrogatepass")
+    if len(encoded) > MAX_PATH_BYTES or any(len(name) > MAX_NAME_BYTES for name in encoded.split(b"/")):
         return True
     depth = 0
     for part in path.split("/"):
@@ -151,7 +156,7 @@ def _files_refusal_expected(case, response):
 
 @schemathesis.hook
 def filter_failure(context, failure, case, response):
-    if getattr(failure, "code", "") == "ST201" and _files_refusal_expected(case, response):
+    if getattr(failure, "code", "") == "ST202" and _files_refusal_expected(case, response):
         return False
     # A "too long" text, userId, name or rule padded with whitespace is valid once trimmed.
     if (

@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import http from "node:http";
 import { after, before, describe, test } from "node:test";
 
-import { SIDECAR_IMAGE, startEngine } from "./support/engine.mjs";
+import { startContainerWorker } from "./support/engine.mjs";
 import { first, watch } from "./support/feed.mjs";
 import { untilEvent } from "./support/lifecycle.mjs";
 import { bearer, exec, invite } from "./support/rooms.mjs";
@@ -308,18 +308,12 @@ describe("files in token mode", () => {
 });
 
 describe("files in a container, on a Docker engine", () => {
-  let engine, image, worker, cleanup;
+  let stack, worker;
   before(async () => {
-    engine = startEngine();
-    image = await engine.imageFor("files");
-    cleanup = await engine.follow(image);
-    worker = await startWorker({ container: { socketPath: engine.socketPath, imageName: image, egressImage: SIDECAR_IMAGE } });
+    stack = await startContainerWorker("files");
+    ({ worker } = stack);
   });
-  after(async () => {
-    await worker?.stop();
-    await cleanup?.removeAll();
-    if (image) await engine.untag(image).catch(() => {});
-  });
+  after(() => stack?.stop());
 
   test("a binary file goes into the room's container and comes back; the shell there sees it; a link out is refused", async () => {
     const room = randomUUID();

@@ -14,7 +14,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { SIDECAR_IMAGE, startEngine } from "./support/engine.mjs";
+import { startContainerWorker } from "./support/engine.mjs";
 import { first, logged, watch } from "./support/feed.mjs";
 import { events, untilEvent } from "./support/lifecycle.mjs";
 import { bearer, exec, invite } from "./support/rooms.mjs";
@@ -265,18 +265,12 @@ describe("jobs in token mode", () => {
 });
 
 describe("jobs in a container, on a Docker engine", () => {
-  let engine, image, worker, cleanup;
+  let stack, engine, image, worker;
   before(async () => {
-    engine = startEngine();
-    image = await engine.imageFor("jobs");
-    cleanup = await engine.follow(image);
-    worker = await startWorker({ container: { socketPath: engine.socketPath, imageName: image, egressImage: SIDECAR_IMAGE } });
+    stack = await startContainerWorker("jobs");
+    ({ engine, image, worker } = stack);
   });
-  after(async () => {
-    await worker?.stop();
-    await cleanup?.removeAll();
-    if (image) await engine.untag(image).catch(() => {});
-  });
+  after(() => stack?.stop());
 
   test("a job runs in the room's container, its output on the feed; DELETE of the room takes it with the container", async () => {
     const room = randomUUID();

@@ -35,7 +35,7 @@ for (const backend of ["workers-ai", "openai"]) {
       const [first, second, ...more] = inputs(since);
       assert.equal(more.length, 0, "two model calls");
       assert.equal(first.stream, true);
-      assert.deepEqual(first.tools.map((t) => [t.type, t.function.name]), [["function", "run_command"], ["function", "start_job"], ["function", "job_status"], ["function", "stop_job"]]);
+      assert.deepEqual(first.tools.map((t) => [t.type, t.function.name]), ["run_command", "start_job", "job_status", "stop_job", "read_file", "list_files", "write_file", "edit_file"].map((name) => ["function", name]));
       assert.deepEqual(first.tools[0].function.parameters.required, ["command"]);
       assert.match(first.messages[0].content, /call the run_command tool/);
       assert.doesNotMatch(first.messages[0].content, /<run>/);
@@ -74,7 +74,7 @@ for (const backend of ["workers-ai", "openai"]) {
       const said = JSON.parse(res.json.reply.slice(res.json.reply.indexOf("recovered: ") + "recovered: ".length));
       assert.deepEqual(said, [
         "error: the arguments of run_command are not a JSON object",
-        "error: there is no tool `delete_everything`; the tools are run_command, start_job, job_status and stop_job",
+        "error: there is no tool `delete_everything`; the tools are run_command, start_job, job_status, stop_job, read_file, list_files, write_file and edit_file",
       ]);
       assert.doesNotMatch(res.json.reply, /Output \(/, "nothing ran");
       const audit = await worker.api("GET", `${r}/audit`);

@@ -33,6 +33,21 @@ pub const MAX_PATH_BYTES: usize = 4_096;
 pub const PATH: &str = "path";
 pub const RECURSIVE: &str = "recursive";
 
+/// The query that names `path`: `path=` and the path percent-encoded,
+/// every byte but the unreserved ones and `/`.
+pub fn path_query(path: &str) -> String {
+    let mut query = format!("{PATH}=");
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                query.push(b as char)
+            }
+            b => query.push_str(&format!("%{b:02X}")),
+        }
+    }
+    query
+}
+
 /// What a directory holds, sorted by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileList {
@@ -75,4 +90,16 @@ pub struct FileChanged {
     pub size: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_named_in_the_query_percent_encoded() {
+        assert_eq!(path_query("src/main.rs"), "path=src/main.rs");
+        assert_eq!(path_query("a b+c&d=é%"), "path=a%20b%2Bc%26d%3D%C3%A9%25");
+        assert_eq!(path_query(""), "path=");
+    }
 }

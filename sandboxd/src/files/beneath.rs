@@ -565,7 +565,9 @@ mod tests {
         let root = std::env::temp_dir().join(format!("beneath-{}", std::process::id()));
         std::fs::create_dir_all(root.join("d")).unwrap();
         let workspace = Workspace::open(&root).unwrap();
-        let (pending, _file) = workspace.start_write(&RelPath::parse(b"d/f").unwrap()).unwrap();
+        let (pending, _file) = workspace
+            .start_write(&RelPath::parse(b"d/f").unwrap())
+            .unwrap();
         std::fs::remove_dir_all(root.join("d")).unwrap();
         let committed = pending.commit();
         std::fs::remove_dir_all(&root).unwrap();

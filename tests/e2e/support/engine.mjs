@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import http from "node:http";
 
-import { ROOT } from "./stack.mjs";
+import { ROOT, startWorker } from "./stack.mjs";
 import { until } from "./wait.mjs";
 
 /** The image of the repository's Dockerfile, as scripts/engine/engine builds it. */
@@ -221,6 +221,28 @@ function connect(host) {
     /** Removes every container of the images given, as a suite's cleanup. */
     async removeAll(...images) {
       for (const image of images) for (const c of await this.containersOf(image)) await api("DELETE", `/containers/${c.id}?force=true&v=true`);
+    },
+  };
+}
+
+/**
+ * A worker whose rooms run on the tests' engine, each in a container of
+ * `suite`'s own tag of the sandbox image (the sidecar for its egress);
+ * `stop` stops the worker, then removes the containers and the tag.
+ */
+export async function startContainerWorker(suite, options = {}) {
+  const engine = startEngine();
+  const image = await engine.imageFor(suite);
+  const cleanup = await engine.follow(image);
+  const worker = await startWorker({ ...options, container: { socketPath: engine.socketPath, imageName: image, egressImage: SIDECAR_IMAGE } });
+  return {
+    engine,
+    image,
+    worker,
+    async stop() {
+      await worker.stop();
+      await cleanup.removeAll();
+      await engine.untag(image).catch(() => {});
     },
   };
 }

@@ -58,6 +58,8 @@ function runs(tools, text, commands) {
 //   job <tool> <cmd>  a start_job call of <cmd>; a second later, a call of <tool>
 //                     (job_status or stop_job) on the job it started; then
 //                     "heard: <JSON of the results it was given>"
+//   calls <json>      calls of the tools <json> names ([[name, arguments], ...]) in one
+//                     answer; then "heard: <JSON of the results it was given>"
 //   tagged <cmd>      "Let me check. <run><cmd></run>" even with tools; then "saw: …"
 //   forever           runs "echo <round>" in every answer, never done
 //   greedy            asks for five commands in every answer
@@ -98,6 +100,9 @@ export function script(messages, { tools = false } = {}) {
       if (round > 1 || !jobId) return `heard: ${JSON.stringify(lastResults(messages))}`;
       return sleep(1000).then(() => ({ text: "Checking.", calls: [{ name: tool, arguments: JSON.stringify({ jobId }) }] }));
     }
+    case "calls":
+      if (round > 0) return `heard: ${JSON.stringify(lastResults(messages))}`;
+      return { text: null, calls: JSON.parse(arg).map(([name, args]) => ({ name, arguments: JSON.stringify(args) })) };
     case "forever":
       return `Round ${round}. <run>echo ${round}</run>`;
     case "greedy":

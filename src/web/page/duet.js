@@ -469,12 +469,18 @@ async function room() {
   }
   // Replaces the token: the socket starts again with the new one.
   tokenButton.addEventListener("click", () => askToken("API token:") && connect());
+  // A request of the room's API, with the token; asked for again after a 401.
+  async function request(path, init = {}) {
+    const headers = { ...init.headers };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const res = await fetch(`/api/rooms/${encodeURIComponent(room)}/${path}`, { ...init, headers });
+    if (res.status === 401 && askToken()) return request(path, init);
+    return res;
+  }
   // A call of the room's API; its error is shown, unless its status is `expected`.
   async function call(path, body, method = "POST", expected) {
     const headers = body ? { "content-type": "application/json" } : {};
-    if (token) headers.authorization = `Bearer ${token}`;
-    const res = await fetch(`/api/rooms/${encodeURIComponent(room)}/${path}`, { method, headers, body: body && JSON.stringify(body) });
-    if (res.status === 401 && askToken()) return call(path, body, method, expected);
+    const res = await request(path, { method, headers, body: body && JSON.stringify(body) });
     const json = await res.json().catch(() => ({}));
     if (json.error && res.status !== expected) say(json.error, true);
     return json;

@@ -17,7 +17,13 @@
 // room's jobs live, a job's output as it prints and how it ended, and stops
 // one (even one that ignores SIGTERM) by its button; a watcher's page shows
 // the jobs and their output, on joining, live and after going offline, with
-// no button to stop them.
+// no button to stop them. The file panel: a writer's page shows the
+// workspace (empty, then files as they are written), a folder's files when
+// it is opened, a file's text (its first 256 KiB), that a file is binary,
+// a download of exactly its bytes, and uploads into the folder open (the
+// worker's refusal shown); a watcher's shows the files, a link that leads
+// to a folder as one and one that leads outside as refused, HTML as text,
+// and no upload.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -139,7 +145,7 @@ describe("the web page", () => {
 
   test("the page is usable by keyboard and labelled", async () => {
     const { page } = await open(randomUUID(), "kim");
-    for (const label of ["Your name", "Message to the agent", "Shell command", "When the agent runs a command"]) {
+    for (const label of ["Your name", "Message to the agent", "Shell command", "When the agent runs a command", "Upload a file"]) {
       assert.equal(await page.getByLabel(label).count(), 1, label);
     }
     await page.focus("#text");
@@ -673,6 +679,183 @@ describe("the web page with DUET_API_TOKEN", () => {
     await page.waitForFunction(() => terminalText("job-term") === "$ echo late\nlate\n[exited, code 0]");
     assert.deepEqual(await entryOf(page, "echo late"), ["echo late", "exited (code 0)", "started by bo at T"]);
     assert.deepEqual([watcher, writer].flatMap((p) => [...p.prompts, ...p.errors]), []);
+  });
+
+  /** The room's file routes, as the service token: raw bytes in, status and bytes (and JSON) out. */
+  const filesOf = (room) => async (method, path, body) => {
+    const headers = { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/octet-stream" }) };
+    const res = await fetch(`${worker.url}/api/rooms/${room}/files?path=${encodeURIComponent(path)}`, { method, headers, body });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    return { status: res.status, bytes, text: bytes.toString() };
+  };
+  /** Entry `name` of a page's file tree (its button), and the names the tree shows, in order, folders as `▸ name/`. */
+  const fileEntry = (page, name) => page.locator("#tree .entry", { hasText: new RegExp(`^(▸ |▾ )?${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/?$`) });
+  const treeOf = (page) => page.$$eval("#tree .entry", (entries) => entries.map((e) => e.textContent));
+  const treeShows = (page, names) => page.waitForFunction((n) => JSON.stringify([...document.querySelectorAll("#tree .entry")].map((e) => e.textContent)) === n, JSON.stringify(names), { timeout: 10_000 });
+  /** What the file view shows: its title, its note, and its text (null when no text is shown). */
+  const fileView = (page) => page.evaluate(() => [document.getElementById("file-title").textContent, document.getElementById("file-note").textContent, document.getElementById("file-text").hidden ? null : document.getElementById("file-text").textContent]);
+  const viewShows = (page, title, note) => page.waitForFunction(([t, n]) => document.getElementById("file-title").textContent === t && document.getElementById("file-note").textContent === n, [title, note], { timeout: 10_000 });
+  /**
+   * What the download link saves, as the browser saves it: its address once
+   * clicked, the file's name, its bytes. (The page cannot read its own Blob
+   * URL with fetch: its Content-Security-Policy allows connections to 'self'
+   * only, which a `blob:` URL is not.)
+   */
+  async function downloaded(page) {
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download" }).click()]);
+    const href = await page.getAttribute("#file-download", "href");
+    return { href, name: download.suggestedFilename(), bytes: fs.readFileSync(await download.path()) };
+  }
+
+  test("a writer's page shows the workspace live: a file's text, a folder opened, a binary file, downloads, uploads", async () => {
+    const room = randomUUID();
+    const files = filesOf(room);
+    const writer = await invited(room, "writer", "bo");
+    const { page } = writer;
+    await page.locator("#no-files", { hasText: "The workspace is empty" }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator("#tree li").count(), 0);
+    assert.equal(await page.textContent("#upload-to"), "Upload into the top folder:");
+
+    // Written through the API: it comes live, and shows as text when selected.
+    assert.equal((await files("PUT", "notes.txt", "hello\nworld\n")).status, 200);
+    await treeShows(page, ["notes.txt"]);
+    assert.equal(await page.locator("#no-files").isVisible(), false);
+    assert.equal(await page.locator("#tree li", { hasText: "notes.txt" }).locator(".muted").textContent(), "12 bytes");
+    await fileEntry(page, "notes.txt").click();
+    await viewShows(page, "notes.txt", "12 bytes");
+    assert.deepEqual(await fileView(page), ["notes.txt", "12 bytes", "hello\nworld\n"]);
+    assert.equal(await fileEntry(page, "notes.txt").getAttribute("aria-pressed"), "true");
+    const small = await downloaded(page);
+    assert.match(small.href, /^blob:/);
+    assert.equal(small.name, "notes.txt");
+    assert.equal(small.bytes.toString(), "hello\nworld\n");
+    // Changed while selected: shown again.
+    assert.equal((await files("PUT", "notes.txt", "changed")).status, 200);
+    await viewShows(page, "notes.txt", "7 bytes");
+    assert.equal((await fileView(page))[2], "changed");
+
+    // A nested folder: opened level by level, each listing asked for then.
+    assert.equal((await files("PUT", "src/lib/util.txt", "export const x = 1;\n")).status, 200);
+    await treeShows(page, ["notes.txt", "▸ src/"]);
+    await fileEntry(page, "src").click();
+    await treeShows(page, ["notes.txt", "▾ src/", "▸ lib/"]);
+    assert.equal(await fileEntry(page, "src").getAttribute("aria-expanded"), "true");
+    assert.equal(await page.textContent("#upload-to"), "Upload into src/:");
+    await fileEntry(page, "lib").click();
+    await treeShows(page, ["notes.txt", "▾ src/", "▾ lib/", "util.txt"]);
+    await fileEntry(page, "util.txt").click();
+    await viewShows(page, "src/lib/util.txt", "20 bytes");
+    assert.equal((await fileView(page))[2], "export const x = 1;\n");
+    // A file written into an open folder comes live.
+    assert.equal((await files("PUT", "src/lib/more.txt", "more")).status, 200);
+    await treeShows(page, ["notes.txt", "▾ src/", "▾ lib/", "more.txt", "util.txt"]);
+
+    // Binary: a NUL, or bytes that are not UTF-8; its download is its bytes exactly.
+    const binary = Buffer.from(Array.from({ length: 300 }, (_, i) => i % 256));
+    assert.equal((await files("PUT", "blob.bin", binary)).status, 200);
+    assert.equal((await files("PUT", "latin1.txt", Buffer.from("caf\xe9", "latin1"))).status, 200);
+    assert.equal((await files("PUT", "nul.txt", "plain\0text")).status, 200);
+    await fileEntry(page, "blob.bin").click();
+    await viewShows(page, "blob.bin", "Binary file, 300 bytes: not shown");
+    assert.equal((await fileView(page))[2], null, "no text shown");
+    const blob = await downloaded(page);
+    assert.equal(blob.name, "blob.bin");
+    assert.ok(blob.bytes.equals(binary), "every byte");
+    await fileEntry(page, "latin1.txt").click();
+    await viewShows(page, "latin1.txt", "Binary file, 4 bytes: not shown");
+    await fileEntry(page, "nul.txt").click();
+    await viewShows(page, "nul.txt", "Binary file, 10 bytes: not shown");
+
+    // Larger than what is shown: its first 256 KiB (a character cut in two
+    // at the end is left out), and the link asks for all its bytes.
+    const large = Buffer.from(`${"a".repeat(256 * 1024 - 1)}é${"z".repeat(40_000)}`);
+    assert.equal((await files("PUT", "large.txt", large)).status, 200);
+    await fileEntry(page, "large.txt").click();
+    await viewShows(page, "large.txt", `showing the first 256 KiB of ${large.length.toLocaleString("en")} bytes`);
+    assert.equal((await fileView(page))[2], "a".repeat(256 * 1024 - 1));
+    assert.equal(await page.getAttribute("#file-download", "href"), "#", "its bytes are asked for when it is clicked");
+    const whole = await downloaded(page);
+    assert.match(whole.href, /^blob:/);
+    assert.equal(whole.name, "large.txt");
+    assert.ok(whole.bytes.equals(large), "the download is the whole file");
+
+    // Deleted while selected: said so, and gone from the tree.
+    await fileEntry(page, "notes.txt").click();
+    await viewShows(page, "notes.txt", "7 bytes");
+    assert.equal((await files("DELETE", "notes.txt")).status, 200);
+    await viewShows(page, "notes.txt", "This file was deleted.");
+    assert.equal((await fileView(page))[2], null);
+    assert.equal(await page.locator("#file-download").isVisible(), false);
+    await treeShows(page, ["blob.bin", "large.txt", "latin1.txt", "nul.txt", "▾ src/", "▾ lib/", "more.txt", "util.txt"]);
+
+    // An upload goes into the folder of the selected file.
+    await fileEntry(page, "util.txt").click();
+    assert.equal(await page.textContent("#upload-to"), "Upload into src/lib/:");
+    await page.setInputFiles("#upload-file", { name: "up.txt", mimeType: "text/plain", buffer: Buffer.from("uploaded <b>bytes</b>\n") });
+    await page.locator("#files-note", { hasText: "uploaded src/lib/up.txt (22 bytes)" }).waitFor({ timeout: 10_000 });
+    assert.equal((await files("GET", "src/lib/up.txt")).text, "uploaded <b>bytes</b>\n");
+    await treeShows(page, ["blob.bin", "large.txt", "latin1.txt", "nul.txt", "▾ src/", "▾ lib/", "more.txt", "up.txt", "util.txt"]);
+    // Refused: the worker's error is shown (a file where a folder is, 409).
+    await fileEntry(page, "lib").click();
+    await treeShows(page, ["blob.bin", "large.txt", "latin1.txt", "nul.txt", "▾ src/", "▸ lib/"]);
+    assert.equal(await page.textContent("#upload-to"), "Upload into src/:");
+    await page.setInputFiles("#upload-file", { name: "lib", mimeType: "text/plain", buffer: Buffer.from("not a folder") });
+    await page.locator("#files-note.bad", { hasText: "src/lib is a directory" }).waitFor({ timeout: 10_000 });
+    // Over 8 MiB: refused before it is sent.
+    await page.setInputFiles("#upload-file", { name: "huge.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(8 * 1024 * 1024 + 1) });
+    await page.locator("#files-note.bad", { hasText: "huge.bin is 8,388,609 bytes: an upload may be 8 MiB at most" }).waitFor();
+    assert.equal((await files("GET", "src/huge.bin")).status, 404);
+    assert.equal(await page.textContent("#status"), "live");
+    assert.deepEqual([...writer.prompts, ...writer.errors], []);
+  });
+
+  test("a watcher's page shows the files and their text, HTML as text, links as links, and no upload", async () => {
+    const room = randomUUID();
+    const files = filesOf(room);
+    const html = `<img src=x onerror="window.pwned=1">\n<script>window.pwned=2</script>\n`;
+    const evilName = "<img src=x onerror=window.pwned=3>";
+    assert.equal((await files("PUT", "page.html", html)).status, 200);
+    assert.equal((await files("PUT", "docs/guide.md", "# Guide\n")).status, 200);
+    assert.equal((await files("PUT", evilName, "named")).status, 200);
+    const ln = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "ln -s docs docs-link && ln -s / outside" }, { authorization: `Bearer ${TOKEN}` });
+    assert.equal(ln.json.result.exitCode, 0, ln.text);
+
+    const watcher = await invited(room, "watcher", "wanda");
+    const { page } = watcher;
+    await treeShows(page, [evilName, "▸ docs/", "docs-link", "outside", "page.html"]);
+    assert.equal(await page.locator("#tree li", { hasText: "docs-link" }).locator(".muted").textContent(), "link");
+    assert.equal(await page.locator("#upload").isVisible(), false, "a watcher uploads nothing");
+    assert.equal(await page.locator("input:visible").count(), 0);
+
+    await fileEntry(page, "page.html").click();
+    await viewShows(page, "page.html", `${Buffer.byteLength(html)} bytes`);
+    assert.equal((await fileView(page))[2], html, "the HTML as text");
+    const blob = await downloaded(page);
+    assert.equal(blob.bytes.toString(), html);
+    await fileEntry(page, evilName).click();
+    await viewShows(page, evilName, "5 bytes");
+    assert.equal(await page.locator("#files img, #tree img, #file-view img, #file-view script").count(), 0);
+    assert.equal(await page.evaluate(() => window.pwned), undefined, "nothing of it ran");
+
+    // A folder, and a link to it followed once it answers a folder; a link out is refused.
+    await fileEntry(page, "docs").click();
+    await treeShows(page, [evilName, "▾ docs/", "guide.md", "docs-link", "outside", "page.html"]);
+    await fileEntry(page, "docs-link").click();
+    await treeShows(page, [evilName, "▾ docs/", "guide.md", "▾ docs-link/", "guide.md", "outside", "page.html"]);
+    await page.locator("#tree li[data-path='docs-link/guide.md'] .entry").click();
+    await viewShows(page, "docs-link/guide.md", "8 bytes");
+    assert.equal((await fileView(page))[2], "# Guide\n");
+    await fileEntry(page, "outside").click();
+    await viewShows(page, "outside", "outside leads outside the workspace through a symlink");
+    assert.equal((await fileView(page))[2], null);
+
+    // Live for a watcher too.
+    await fileEntry(page, "docs-link").click();
+    await treeShows(page, [evilName, "▾ docs/", "guide.md", "▸ docs-link/", "outside", "page.html"]);
+    assert.equal((await files("PUT", "docs/new.md", "new")).status, 200);
+    await treeShows(page, [evilName, "▾ docs/", "guide.md", "new.md", "▸ docs-link/", "outside", "page.html"]);
+    assert.equal(await page.textContent("#status"), "live");
+    assert.deepEqual([...watcher.prompts, ...watcher.errors], []);
   });
 
   test("a dismissed prompt stops the retries; the token button tries again", async () => {

@@ -25,6 +25,15 @@
 // a terminal of its own (asked for when it is selected, then `job_output`
 // live). Writers and owners get a button that stops a running job.
 //
+// The workspace's files show as a tree (GET …/files?path=): the top
+// folder's entries, and a folder's own when it is opened. A folder on show
+// is asked for again when a `file` event touches it, and all of them at a
+// hello that is not `resumed` (a resumed one replays what was missed). A
+// selected file's text shows read-only, its first 256 KiB (a Range
+// request), or that it is binary; a link saves its bytes from a Blob URL
+// (the token may be a header, which a plain link cannot send). Writers and
+// owners get a file input that uploads into the folder open or selected.
+//
 // One global, for tests and the console: `terminalText()`, the terminal's
 // text, one line per line (however it wraps on screen), what is scrolled
 // out of view included; `terminalText("job-term")` is the job's.
@@ -142,6 +151,11 @@ async function room() {
   // asked for (null once it came), and whether its end is written.
   const jobs = new Map(), stopping = new Set();
   let shown = null;
+  // The workspace's folders: their listings as last asked for, by path (""
+  // the top), and the ones open; the file selected ({path}, a new object
+  // each time it is shown afresh); the folder an upload goes into.
+  const listings = new Map(), opened = new Set([""]);
+  let picked = null, here = "", blobUrl = null, listError = null;
   $("name").value = localStorage.getItem("duet-name") || "";
   tokenButton.hidden = !token;
 
@@ -203,7 +217,7 @@ async function room() {
     role = e.role;
     $("role").textContent = `you: ${e.role}`;
     $("mode").disabled = role !== "owner";
-    $("say").hidden = $("run").hidden = e.role === "watcher";
+    $("say").hidden = $("run").hidden = $("upload").hidden = e.role === "watcher";
     $("invite").hidden = !e.invites;
     if (e.name) $("name").value = e.name;
     $("name").readOnly = Boolean(e.name);
@@ -213,6 +227,9 @@ async function room() {
     // answer still being written).
     if (!e.resumed) {
       forget();
+      // Changes missed are not replayed: every folder shown, and the file, afresh.
+      for (const dir of opened) if (visible(dir)) refresh(dir);
+      if (picked) once("view", showFile);
       e.history.forEach(message);
       // A job of the past is not selected for it: the list picks one.
       e.recent?.forEach((r) => (r.type === "job" ? job(r.job) : onEvent(r)));
@@ -350,6 +367,225 @@ async function room() {
     if (json.job) job(json.job);
     else renderJobs();
   }
+  // Runs `task` for `key` one at a time: asked for while it runs, it runs
+  // once more after, so the last answer shown is newer than the last ask.
+  const tasks = new Map();
+  function once(key, task) {
+    const had = tasks.get(key);
+    if (had) return void (had.again = true);
+    const mine = { again: true };
+    tasks.set(key, mine);
+    (async () => {
+      try {
+        while (mine.again) {
+          mine.again = false;
+          await task();
+        }
+      } finally {
+        tasks.delete(key);
+      }
+    })();
+  }
+  const SHOWN = 256 * 1024, WHOLE = 8 * 1024 * 1024;
+  const filesRoute = (path) => `files?path=${encodeURIComponent(path)}`;
+  const parentOf = (path) => path.slice(0, Math.max(path.lastIndexOf("/"), 0));
+  const join = (dir, name) => (dir ? `${dir}/${name}` : name);
+  const bytes = (n) => `${n.toLocaleString("en")} byte${n === 1 ? "" : "s"}`;
+  const brief = (n) => (n < 1024 ? bytes(n) : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`);
+  // A folder shows when it and every folder above it are open.
+  const visible = (dir) => opened.has(dir) && (dir === "" || visible(parentOf(dir)));
+  const refresh = (dir) => once(`dir:${dir}`, () => list(dir));
+  function note(text, bad) {
+    $("files-note").textContent = text;
+    $("files-note").classList.toggle("bad", Boolean(bad));
+  }
+  // Asks for a folder's listing; one that is gone is closed.
+  async function list(dir) {
+    const res = await request(filesRoute(dir)).catch(() => null);
+    const json = await res?.json().catch(() => ({}));
+    if (res?.ok && json.entries) {
+      listings.set(dir, json);
+      if (listError && $("files-note").textContent === listError) note("");
+    } else if (res?.status === 404 && dir) forgetFolder(dir);
+    else note((listError = json?.error ?? "the files could not be read"), true);
+    renderFiles();
+  }
+  // A folder deleted: it and what is under it are no longer open.
+  function forgetFolder(dir) {
+    const under = (p) => p === dir || p.startsWith(`${dir}/`);
+    for (const p of [...opened]) if (under(p)) opened.delete(p);
+    for (const p of [...listings.keys()]) if (under(p)) listings.delete(p);
+    if (under(here)) here = parentOf(dir);
+  }
+  function renderFiles() {
+    const focused = document.activeElement?.closest?.("#tree li")?.dataset.path;
+    const top = listings.get("");
+    $("tree").replaceChildren(...(top ? entries("") : []));
+    $("no-files").hidden = !top || top.entries.length > 0;
+    $("upload-to").textContent = `Upload into ${here ? `${here}/` : "the top folder"}:`;
+    if (focused !== undefined) [...$("tree").querySelectorAll("li")].find((li) => li.dataset.path === focused)?.querySelector(".entry")?.focus();
+  }
+  // A folder's entries as list items; an open folder's own under it.
+  function entries(dir) {
+    const listing = listings.get(dir);
+    if (!listing) return [el("loading…", "muted", "li")];
+    const items = listing.entries.map((e) => {
+      const path = join(dir, e.name), li = el("", "", "li");
+      li.dataset.path = path;
+      // A link is followed only once asking for it answered a folder.
+      const folder = e.type === "dir" || (e.type === "symlink" && listings.has(path));
+      if (e.type === "other") {
+        li.append(el(e.name, "entry", "code"), el("special file", "muted"));
+        return li;
+      }
+      const b = el("", "entry", "button");
+      b.type = "button";
+      if (folder) {
+        const open = opened.has(path);
+        b.setAttribute("aria-expanded", String(open));
+        b.textContent = `${open ? "▾" : "▸"} ${e.name}/`;
+        b.onclick = () => toggle(path);
+        li.append(b);
+        if (e.type === "symlink") li.append(el("link", "muted"));
+        if (open) {
+          const ul = el("", "", "ul"), inside = entries(path);
+          ul.append(...(inside.length ? inside : [el("empty", "muted", "li")]));
+          li.append(ul);
+        }
+      } else {
+        b.textContent = e.name;
+        b.setAttribute("aria-pressed", String(picked?.path === path));
+        b.onclick = () => pick(path);
+        li.append(b, el(e.type === "symlink" ? "link" : brief(e.size), "muted"));
+      }
+      return li;
+    });
+    if (listing.truncated) items.push(el(`only the first ${listing.entries.length.toLocaleString("en")} entries are shown`, "muted", "li"));
+    return items;
+  }
+  // Opens a folder (asking for its listing) or closes it; uploads go into the one opened.
+  function toggle(dir) {
+    if (opened.has(dir)) {
+      opened.delete(dir);
+      if (here === dir || here.startsWith(`${dir}/`)) here = parentOf(dir);
+    } else {
+      opened.add(dir);
+      here = dir;
+      refresh(dir);
+    }
+    renderFiles();
+  }
+  function pick(path) {
+    picked = { path };
+    here = parentOf(path);
+    renderFiles();
+    $("file-view").hidden = false;
+    $("file-title").textContent = path;
+    view("loading…");
+    once("view", showFile);
+  }
+  // What the view shows: a note, the text (or none), the bytes to save
+  // (all of them, or null when only a part came), the file's size.
+  function view(what, text = null, whole = null, size = 0) {
+    $("file-note").textContent = what;
+    $("file-text").hidden = text === null;
+    $("file-text").textContent = text ?? "";
+    if (blobUrl) URL.revokeObjectURL(blobUrl);
+    blobUrl = null;
+    const link = $("file-download");
+    link.removeAttribute("download");
+    link.hidden = whole === null && !(size > SHOWN && size <= WHOLE);
+    if (whole) offer(new Blob([whole]));
+    else link.href = "#";
+    link.textContent = "Download";
+  }
+  function offer(blob) {
+    const link = $("file-download");
+    blobUrl = link.href = URL.createObjectURL(blob);
+    link.download = picked.path.split("/").pop();
+  }
+  // The selected file's first 256 KiB, shown as text unless they are not
+  // UTF-8 or hold a NUL; a link that turns out to be a folder opens.
+  async function showFile() {
+    const mine = picked;
+    if (!mine || mine.deleted) return;
+    const res = await request(filesRoute(mine.path), { headers: { range: `bytes=0-${SHOWN - 1}` } }).catch(() => null);
+    const body = new Uint8Array((await res?.arrayBuffer().catch(() => null)) ?? []);
+    if (picked !== mine) return;
+    if (!res) return view("the file could not be read");
+    const json = () => { try { return JSON.parse(new TextDecoder().decode(body)); } catch { return {}; } };
+    if (res.status === 200 && res.headers.get("content-type")?.startsWith("application/json")) {
+      const listing = json();
+      if (!listing.entries) return view(listing.error ?? "the file could not be read");
+      listings.set(mine.path, listing);
+      opened.add(mine.path);
+      here = mine.path;
+      picked = null;
+      $("file-view").hidden = true;
+      return renderFiles();
+    }
+    if (res.status === 416) return view("Empty file", null, new Uint8Array());
+    if (!res.ok) return view(json().error ?? `the file could not be read (${res.status})`);
+    const size = Number(res.headers.get("content-range")?.split("/")[1] ?? body.length), cut = body.length < size;
+    const text = body.includes(0) ? null : utf8(body, cut);
+    const what = text === null ? `Binary file, ${bytes(size)}: not shown` : cut ? `showing the first 256 KiB of ${bytes(size)}` : bytes(size);
+    view(`${what}${size > WHOLE ? " (too large to download here: 8 MiB at most)" : ""}`, text, cut ? null : body, size);
+  }
+  // Text, or null for bytes that are not UTF-8; a cut may end inside a character.
+  function utf8(body, cut) {
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(body, { stream: cut });
+    } catch {
+      return null;
+    }
+  }
+  // The link of a file larger than what is shown asks for all its bytes first.
+  $("file-download").addEventListener("click", async (e) => {
+    const link = e.currentTarget, mine = picked;
+    if (link.hasAttribute("download") || !mine) return;
+    e.preventDefault();
+    link.textContent = "Downloading…";
+    const res = await request(filesRoute(mine.path)).catch(() => null);
+    const blob = res?.ok ? await res.blob() : null;
+    if (picked !== mine) return;
+    link.textContent = "Download";
+    if (!blob) return ($("file-note").textContent = (await res?.json().catch(() => null))?.error ?? "the file could not be downloaded");
+    offer(blob);
+    link.click();
+  });
+  // A change of the workspace: the folders shown on its way are asked for
+  // again (the one it is in, and those that do not list the way to it yet),
+  // and the selected file is shown again, or said to be deleted.
+  function fileChanged(e) {
+    if (e.change === "deleted") forgetFolder(e.path);
+    const parts = e.path.split("/");
+    for (let i = 0; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join("/");
+      if (!visible(dir)) break;
+      if (i === parts.length - 1 || !listings.get(dir)?.entries.some((x) => x.name === parts[i])) refresh(dir);
+    }
+    renderFiles();
+    if (!picked || (picked.path !== e.path && !picked.path.startsWith(`${e.path}/`))) return;
+    if (e.change === "written") return once("view", showFile);
+    picked = { path: picked.path, deleted: true };
+    view(`This file was deleted${e.changedBy ? ` by ${e.changedBy}` : ""}.`);
+  }
+  // Uploads the chosen file into the folder open or selected (or the top).
+  $("upload-file").addEventListener("change", async () => {
+    const input = $("upload-file"), file = input.files[0];
+    if (!file) return;
+    const path = join(here, file.name);
+    input.value = "";
+    if (file.size > WHOLE) return note(`${file.name} is ${bytes(file.size)}: an upload may be 8 MiB at most`, true);
+    note(`uploading ${path}…`);
+    input.disabled = true;
+    const res = await request(filesRoute(path), { method: "PUT", headers: { "content-type": "application/octet-stream" }, body: file }).catch(() => null);
+    const json = (await res?.json().catch(() => null)) ?? {};
+    input.disabled = false;
+    if (!res?.ok) return note(json.error ?? "the upload failed", true);
+    note(`uploaded ${json.path} (${bytes(json.size)})`);
+    refresh(parentOf(path));
+  });
   function presence(watchers) {
     $("present").replaceChildren(...watchers.map((w) => {
       const li = document.createElement("li");
@@ -374,6 +610,7 @@ async function room() {
       case "job": job(e.job); if (!shown) select(e.job.id); break;
       case "job_end": job(e.job); break;
       case "job_output": jobOutput(e); break;
+      case "file": fileChanged(e); break;
       case "policy": policies++; showPolicy(e.policy); break;
       case "approval": ask(e.approval); break;
       case "decided": decided(e); break;
@@ -469,12 +706,18 @@ async function room() {
   }
   // Replaces the token: the socket starts again with the new one.
   tokenButton.addEventListener("click", () => askToken("API token:") && connect());
+  // A request of the room's API, with the token; asked for again after a 401.
+  async function request(path, init = {}) {
+    const headers = { ...init.headers };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const res = await fetch(`/api/rooms/${encodeURIComponent(room)}/${path}`, { ...init, headers });
+    if (res.status === 401 && askToken()) return request(path, init);
+    return res;
+  }
   // A call of the room's API; its error is shown, unless its status is `expected`.
   async function call(path, body, method = "POST", expected) {
     const headers = body ? { "content-type": "application/json" } : {};
-    if (token) headers.authorization = `Bearer ${token}`;
-    const res = await fetch(`/api/rooms/${encodeURIComponent(room)}/${path}`, { method, headers, body: body && JSON.stringify(body) });
-    if (res.status === 401 && askToken()) return call(path, body, method, expected);
+    const res = await request(path, { method, headers, body: body && JSON.stringify(body) });
     const json = await res.json().catch(() => ({}));
     if (json.error && res.status !== expected) say(json.error, true);
     return json;

@@ -253,6 +253,7 @@ pub enum ToSandbox {
     FileTool(Source),
     KeptArchive,
     Audit,
+    Terminal,
     /// A command the DuetAgent refused, for the audit.
     RecordRefused,
     Live,
@@ -301,6 +302,7 @@ fn served(asked: Asked) -> Served {
             Action::ReadFile => Sandbox(ToSandbox::ReadFile),
             Action::WriteFile => Sandbox(ToSandbox::WriteFile(Source::Exec)),
             Action::DeleteFile => Sandbox(ToSandbox::DeleteFile(Source::Exec)),
+            Action::Terminal => Sandbox(ToSandbox::Terminal),
             Action::SendMessage => Agent(ToAgent::SendMessage),
             Action::History => Agent(ToAgent::History),
             Action::Cleanup => Agent(ToAgent::Cleanup),

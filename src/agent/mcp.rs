@@ -129,6 +129,7 @@ impl DuetAgent {
         }
         let done = match call.tool {
             Tool::ReadHistory => self.read_history(room).await,
+            Tool::ReadTerminal => self.read_terminal(room).await,
             Tool::SendMessage => self.send_message(room, &call.arguments, asked_by).await,
             tool => self.command(room, tool, &call.arguments, asked_by).await,
         };
@@ -181,6 +182,16 @@ impl DuetAgent {
             };
             sandbox.audit(&entry).await;
         }
+    }
+
+    /// The shared terminal's screen, as the people in the room see it.
+    async fn read_terminal(&self, room: &str) -> Result<Output, ApiError> {
+        self.touch(room).await?;
+        let sandbox = SandboxObject::of(&self.env, room)?;
+        Ok(match sandbox.terminal_screen().await {
+            Ok(screen) => Output::Done(screen.into_json()),
+            Err(why) => Output::Failed(format!("the terminal could not be read: {why}")),
+        })
     }
 
     async fn read_history(&self, room: &str) -> Result<Output, ApiError> {

@@ -64,7 +64,7 @@ use super::files;
 use super::follow::Follower;
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
-use super::terminal::{Shared as TerminalShared, Terminal};
+use super::terminal::{Shared as TerminalShared, Terminal, Typed};
 use crate::access::generation::Generation;
 use crate::access::request;
 use crate::access::roles::{self, Mode};
@@ -289,6 +289,10 @@ impl Sandbox {
             ToSandbox::RecordRefused => self.record_refused(req).await,
             ToSandbox::Live => self.join(&req, url, room, claims).await,
             ToSandbox::Terminal => self.join_terminal(&req, room, claims, arrived).await,
+            ToSandbox::TerminalScreen => self.terminal_screen(room, arrived).await,
+            ToSandbox::TerminalWrite(source) => {
+                self.write_terminal(req, room, source, arrived).await
+            }
             ToSandbox::Publish => self.publish(req).await,
             ToSandbox::HistoryExpired => self.history_expired(),
             ToSandbox::Generation => self.set_generation(req).await,
@@ -532,6 +536,52 @@ impl Sandbox {
             .headers_mut()
             .set("sec-websocket-protocol", terminal::PROTOCOL)?;
         Ok(response)
+    }
+
+    /// The shared terminal's screen as text, for `read_terminal`.
+    async fn terminal_screen(&self, room: &str, arrived: u64) -> Result<Response, ApiError> {
+        let sandboxd = self.sandboxd()?;
+        let name = sandbox_name(room);
+        self.ready(&sandboxd, room, &name, arrived, 0).await?;
+        let screen = sandboxd.terminal_screen(&name).await?;
+        let shown = serde_json::json!({
+            "cols": screen["cols"],
+            "rows": screen["rows"],
+            "text": screen["text"],
+        });
+        Ok(respond::json(200, &shown)?)
+    }
+
+    /// Keys an MCP client types into the shared terminal (`write_terminal`,
+    /// which the DuetAgent put to the room's policy), on record as a
+    /// writer's typing is.
+    async fn write_terminal(
+        &self,
+        req: web_sys::Request,
+        room: &str,
+        source: Source,
+        arrived: u64,
+    ) -> Result<Response, ApiError> {
+        let asked: serde_json::Value = serde_json::from_slice(&body::read(req).await?)
+            .map_err(|e| ApiError::BadJson(e.to_string()))?;
+        let text = |key: &str| asked[key].as_str().map(str::to_owned);
+        let keys = text("data").unwrap_or_default();
+        self.touch(room, arrived).await?;
+        let sandboxd = self.sandboxd()?;
+        let name = sandbox_name(room);
+        self.ready(&sandboxd, room, &name, arrived, 0).await?;
+        let echo = sandboxd.terminal_input(&name, &keys).await?;
+        let typed = Typed {
+            room: room.to_owned(),
+            name: text("userId"),
+            role: RoomRole::Writer,
+            source,
+            consent: consent(source, text("decidedBy"), text("rule")),
+        };
+        self.terminal()
+            .on_record(&self.state, &keys, echo, &typed)?;
+        let typed = serde_json::json!({ "bytes": keys.len(), "echo": echo });
+        Ok(respond::json(200, &typed)?)
     }
 
     /// Runs a command, waking or starting the sandbox first, and answers by

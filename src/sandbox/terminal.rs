@@ -38,13 +38,14 @@ use super::sandboxd::{ContainerState, Sandboxd};
 use super::stream::Lines;
 use crate::access::token::Claims;
 use crate::api::limits::MAX_WATCHERS;
+use crate::api::role::RoomRole;
 use crate::api::shapes::{sandbox_name, AuditEntry, AuditOutcome, Source};
 use crate::api::ApiError;
 use crate::approvals::audit::{self, Audit, Consent};
 use crate::feed::event::{CloseReason, Event};
 use crate::feed::fanout::{self, Feed, Grant, BEYOND_ROLE, NOT_IN_PROTOCOL, TOO_LARGE};
 use crate::runtime::clock;
-use crate::terminal::{FromClient, ToClient, Typist, MAX_FRAME_BYTES};
+use crate::terminal::{FromClient, ToClient, Typist, MAX_FRAME_BYTES, WRITE_TERMINAL};
 
 /// A terminal socket's first tag; its second is its [`Grant`].
 pub const TAG: &str = "terminal";
@@ -52,8 +53,6 @@ pub const TAG: &str = "terminal";
 const RECENT_BYTES: usize = 64 * 1024;
 /// Close code for every socket of a room that went to sleep.
 const ASLEEP: u16 = 4409;
-/// The audit's name for typing into the terminal.
-const WRITE_TERMINAL: &str = "write_terminal";
 
 /// What the terminal's tasks need of the Sandbox object.
 pub struct Terminal {
@@ -93,12 +92,14 @@ pub struct Shared {
     typists: RefCell<HashMap<String, Typist>>,
 }
 
-/// Who typed, and where to.
+/// Who typed, from where, and into which room's terminal.
 #[derive(Clone)]
-struct Typed {
-    room: String,
-    name: Option<String>,
-    grant: Grant,
+pub struct Typed {
+    pub room: String,
+    pub name: Option<String>,
+    pub role: RoomRole,
+    pub source: Source,
+    pub consent: Consent,
 }
 
 impl Terminal {
@@ -256,7 +257,9 @@ impl Terminal {
                 let typed = Typed {
                     room: room.clone(),
                     name,
-                    grant,
+                    role: grant.role,
+                    source: Source::Exec,
+                    consent: Consent::default(),
                 };
                 self.shared.queue.borrow_mut().push_back((keys, typed));
                 self.drain();
@@ -328,7 +331,7 @@ impl Terminal {
     /// What typing leaves on record (see `crate::terminal`): `typing` to
     /// the terminal's sockets, `terminal_input` on the feed, an audit entry
     /// per line.
-    fn on_record(
+    pub fn on_record(
         &self,
         state: &State,
         keys: &str,
@@ -338,7 +341,7 @@ impl Terminal {
         let who = typed
             .name
             .clone()
-            .unwrap_or_else(|| typed.grant.role.name().to_owned());
+            .unwrap_or_else(|| typed.role.name().to_owned());
         let now = clock::now_ms();
         let told = self
             .shared
@@ -352,7 +355,7 @@ impl Terminal {
         };
         let typing = ToClient::Typing {
             name: &who,
-            role: typed.grant.role,
+            role: typed.role,
         }
         .text();
         for ws in Self::sockets(state) {
@@ -363,10 +366,10 @@ impl Terminal {
             let entry = audit::entry(
                 now,
                 line.as_deref().unwrap_or(unechoed),
-                Source::Exec,
+                typed.source,
                 typed.name.clone(),
                 AuditOutcome::Ran,
-                Consent::default(),
+                typed.consent.clone(),
             );
             self.audit.record(&AuditEntry {
                 tool: Some(WRITE_TERMINAL),

@@ -19,6 +19,8 @@ use serde_json::Value;
 
 use crate::api::role::RoomRole;
 
+/// The audit's and MCP's name for typing into the terminal.
+pub const WRITE_TERMINAL: &str = "write_terminal";
 /// The terminal's subprotocol.
 pub const PROTOCOL: &str = "duet.term.v1";
 /// The largest frame a client may send: a paste of this size at most.

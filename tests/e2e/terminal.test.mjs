@@ -11,6 +11,8 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+
 import { protocols, upgrade, watch } from "./support/feed.mjs";
 import { bearer, invite } from "./support/rooms.mjs";
 import { startStack } from "./support/stack.mjs";
@@ -195,6 +197,48 @@ describe("the shared terminal", () => {
     for (const c of [ana, wes]) {
       await c.until(() => c.closed());
       assert.equal(c.closed().code, 4410);
+    }
+  });
+
+  test("MCP (official TypeScript SDK): read_terminal shows the screen to any role; write_terminal types for writers, under the room's policy", async () => {
+    const room = randomUUID();
+    const t = await tokens(room);
+    const connect = async (token) => {
+      const client = new Client({ name: "terminal-test", version: "1.0.0" });
+      const url = new URL(`${worker.url}/api/rooms/${room}/mcp`);
+      await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      return client;
+    };
+    const ana = terminal(worker.url, room, t.ana);
+    await ana.opened;
+    const writer = await connect(t.bo);
+    const watcher = await connect(t.wes);
+    try {
+      const typed = await writer.callTool({ name: "write_terminal", arguments: { data: "echo via-$((40+2))-mcp\r" } });
+      assert.equal(typed.isError, false, JSON.stringify(typed));
+      assert.deepEqual(typed.structuredContent, { bytes: 22, echo: true });
+      await ana.sees("via-42-mcp");
+      let screen;
+      for (let i = 0; i < 50 && !screen?.text.includes("via-42-mcp\n"); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        screen = (await watcher.callTool({ name: "read_terminal", arguments: {} })).structuredContent;
+      }
+      assert.match(screen.text, /^via-42-mcp$/m);
+      assert.deepEqual([screen.cols, screen.rows], [80, 24]);
+      const refused = await watcher.callTool({ name: "write_terminal", arguments: { data: "echo no\r" } });
+      assert.deepEqual([refused.isError, refused.content[0].text], [true, "write_terminal needs the writer role; this token gives watcher"]);
+      await service("PUT", `/api/rooms/${room}/policy`, { deny: ["rm"] });
+      const denied = await writer.callTool({ name: "write_terminal", arguments: { data: "rm -rf notes\r" } });
+      assert.deepEqual([denied.isError, denied.content[0].text], [true, "not run: denied by the room's rule `rm`"]);
+      const audit = (await service("GET", `/api/rooms/${room}/audit`)).json.entries.filter((e) => e.tool === "write_terminal");
+      assert.ok(audit.some((e) => e.command === "echo via-$((40+2))-mcp" && e.source === "mcp" && e.outcome === "ran" && e.askedBy === "bo"), JSON.stringify(audit));
+      assert.ok(audit.some((e) => e.outcome === "refused" && e.askedBy === "wes"), JSON.stringify(audit));
+      assert.ok(audit.some((e) => e.outcome === "refused" && e.rule === "rm"), JSON.stringify(audit));
+      assert.ok(!ana.output().includes("rm -rf notes"), "nothing refused was typed");
+    } finally {
+      await writer.close();
+      await watcher.close();
+      ana.close();
     }
   });
 });

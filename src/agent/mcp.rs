@@ -153,8 +153,8 @@ impl DuetAgent {
     }
 
     /// Records a call that ran no command: what it sent (a command, a
-    /// message's text, a job's id, a path), if anything, under its tool's
-    /// name.
+    /// message's text, a job's id, a path, keys typed), if anything, under
+    /// its tool's name.
     async fn audit_call(
         &self,
         room: &str,
@@ -162,7 +162,7 @@ impl DuetAgent {
         asked_by: Option<&str>,
         outcome: AuditOutcome,
     ) {
-        let sent = ["command", "cmd", "text", "jobId", "path"]
+        let sent = ["command", "cmd", "text", "jobId", "path", "data"]
             .into_iter()
             .find_map(|key| call.arguments[key].as_str())
             .unwrap_or_default();

@@ -13,6 +13,7 @@ mod error;
 mod files;
 mod http;
 mod jobs;
+mod kept;
 mod log;
 mod output;
 mod procs;

@@ -21,6 +21,7 @@ mod progress;
 mod rlimits;
 mod sandboxes;
 mod session;
+mod terminal;
 mod timestamp;
 mod workspace;
 

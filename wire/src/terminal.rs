@@ -17,9 +17,11 @@
 //! events: a reader that starts there (`from = screen.offset`) gets every
 //! byte printed after it exactly once. The output route streams from byte
 //! `from`: what is kept of it at once (the newest
-//! [`TERMINAL_OUTPUT_KEPT_BYTES`]; older is skipped, and the first event's
-//! `offset` says where it starts), then as it is printed, for as long as
-//! the connection lasts.
+//! [`TERMINAL_OUTPUT_KEPT_BYTES`]; older is skipped, a `from` past the end
+//! starts at the end, and the first event's `offset` says where it
+//! starts), then as it is printed, for as long as the connection lasts.
+//! The body ends, with no last line, only when the terminal does (its
+//! sandbox destroyed, sandboxd shutting down).
 
 use serde::{Deserialize, Serialize};
 
@@ -55,9 +57,9 @@ pub struct Screen {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum TerminalEvent {
-    /// The `bytes` bytes printed from byte `offset`, as text (bytes that
-    /// are not UTF-8, or a character cut at the end of a read, come as
-    /// U+FFFD).
+    /// The `bytes` bytes printed from byte `offset`, as text of at most
+    /// [`crate::stream::OUTPUT_EVENT_BYTES`]: bytes that are not UTF-8
+    /// come as U+FFFD, and a character is never cut between two events.
     Output {
         offset: u64,
         bytes: u64,
@@ -71,8 +73,12 @@ pub enum TerminalEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Typed {
     pub bytes: u64,
-    /// Whether the terminal echoed input when it was written (off at a
-    /// password prompt): what is typed unechoed is not to be recorded.
+    /// Whether what was typed shows, as the terminal stood when it was
+    /// written: on at the shell's prompt and for a program the terminal
+    /// echoes for; off at a password prompt (echo off for a reader of
+    /// whole lines) and while another program reads keys one by one (an
+    /// editor, a REPL, `ssh`), whether it shows them or not. What is typed
+    /// unechoed is not to be recorded.
     pub echo: bool,
 }
 

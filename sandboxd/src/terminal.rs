@@ -219,7 +219,9 @@ impl Terminal {
             input: tokio::sync::Mutex::new(()),
             stop: watch::Sender::new(false),
         });
-        tokio::spawn(Arc::clone(&terminal).run(shell, setup));
+        // Watching from now: an end asked before the task runs is seen.
+        let stop = terminal.stop.subscribe();
+        tokio::spawn(Arc::clone(&terminal).run(shell, setup, stop));
         Ok(terminal)
     }
 
@@ -320,8 +322,7 @@ impl Terminal {
     }
 
     /// Runs shell after shell until the terminal is ended.
-    async fn run(self: Arc<Self>, mut shell: Shell, setup: Setup) {
-        let mut stop = self.stop.subscribe();
+    async fn run(self: Arc<Self>, mut shell: Shell, setup: Setup, mut stop: watch::Receiver<bool>) {
         loop {
             let exited = self.serve(&mut shell, &mut stop).await;
             let ending = exited.is_none();

@@ -256,15 +256,39 @@ fn ctrl_c_stops_what_runs_and_the_prompt_comes_back() {
     let server = Server::start();
     let watcher = Watcher::start(&server, "int", 0);
     let sid = shell_pid(&server, "int", &watcher, "sid-");
+    // A prompt to know it by (split in two, so that its echo is not it).
+    type_in(&server, "int", "PS1='ps1''> '\r");
+    watcher.until(|events| text(events).ends_with("ps1> "));
     type_in(&server, "int", "sleep 100\r");
-    assert_eq!(members(sid, 2).len(), 2, "bash and its sleep");
+    // Once sleep runs in the terminal's foreground, Ctrl-C is its (before
+    // the shell's child is sleep, it may be the shell's).
+    let deadline = Instant::now() + WAIT;
+    while !foreground_group(sid).is_some_and(|group| {
+        std::fs::read_to_string(format!("/proc/{group}/comm")).is_ok_and(|c| c == "sleep\n")
+    }) {
+        assert!(Instant::now() < deadline, "sleep never in the foreground");
+        thread::sleep(Duration::from_millis(10));
+    }
     let (_, took) = timed(|| {
         type_in(&server, "int", "\x03");
-        type_in(&server, "int", "echo back-$((2+2))\r");
-        watcher.text_with("back-4\r\n");
+        watcher.until(|events| {
+            let text = text(events);
+            text.rsplit_once("^C")
+                .is_some_and(|(_, after)| after.ends_with("ps1> "))
+        });
     });
     assert!(took < SLACK, "{took:?}");
     assert_eq!(members(sid, 1), vec![sid]);
+    type_in(&server, "int", "echo back-$((2+2))\r");
+    watcher.text_with("back-4\r\n");
+}
+
+/// The process group in the foreground of `pid`'s terminal.
+fn foreground_group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields = &stat[stat.rfind(')')? + 1..];
+    // After the state: ppid, pgrp, session, tty_nr, then tpgid.
+    fields.split_whitespace().nth(5)?.parse().ok()
 }
 
 #[test]
@@ -456,6 +480,19 @@ fn destroying_the_sandbox_leaves_no_terminal_process() {
     let watcher = Watcher::start(&server, "gone", 0);
     assert_ne!(shell_pid(&server, "gone", &watcher, "sid-"), sid);
     assert!(server.workspace("gone").is_dir());
+}
+
+#[test]
+fn shutdown_leaves_no_terminal_process() {
+    let mut server = Server::start();
+    let watcher = Watcher::start(&server, "down", 0);
+    let sid = shell_pid(&server, "down", &watcher, "sid-");
+    type_in(&server, "down", "trap '' HUP TERM; sleep 100 & sleep 100\r");
+    assert_eq!(members(sid, 3).len(), 3, "bash and two sleeps");
+    let (status, took) = timed(|| server.terminate());
+    assert!(status.success(), "{status:?}");
+    assert!(took < SLACK, "{took:?}");
+    assert_eq!(members(sid, 0), Vec::<i32>::new());
 }
 
 #[test]

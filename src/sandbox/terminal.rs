@@ -398,6 +398,11 @@ impl Terminal {
                 Some(current) => other.is_some_and(|g| Some(g) != current),
             };
             if ended {
+                let said = serde_json::to_value(reason).unwrap_or_default();
+                let closed = ToClient::Closed {
+                    reason: said.as_str().unwrap_or_default(),
+                };
+                send(&ws, &closed.text());
                 fanout::close(&ws, reason);
             }
         }

@@ -73,6 +73,9 @@ pub enum ToClient<'a> {
     Output { data: &'a str },
     /// Someone types.
     Typing { name: &'a str, role: RoomRole },
+    /// Last, before the socket is closed: why (`deleted`, `expired`,
+    /// `revoked`, `asleep`).
+    Closed { reason: &'a str },
 }
 
 impl ToClient<'_> {

@@ -13,7 +13,7 @@
 //! room                   the typed calls between the two objects; the clock
 //! feed                   the live feed: events, the room's log, fan-out
 //! access approvals      roles and tokens; policy, approvals, the audit;
-//! jobs files             jobs; the workspace's files
+//! jobs files terminal    jobs; the workspace's files; the shared terminal
 //! ai web                 the model backends and their input; the page
 //! runtime                glue to the Workers runtime
 //! api                    the HTTP contract as data
@@ -28,6 +28,8 @@
 //!   shape, bounds and table;
 //! - [`files`]: the workspace's files by path: what a change is and how
 //!   the room names it;
+//! - [`terminal`]: the room's shared terminal: its frames, and what of a
+//!   writer's typing goes on record;
 //! - [`feed`]: what watchers receive and send, the room's log, fan-out;
 //! - [`room`]: the calls between the two objects and the room's clock;
 //!   `sandbox` knows nothing of `agent` or `exchange`, and `agent` reaches
@@ -69,6 +71,7 @@ pub mod mcp;
 pub mod room;
 pub mod runtime;
 pub mod sandbox;
+pub mod terminal;
 pub mod text;
 pub mod web;
 

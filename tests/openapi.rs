@@ -90,7 +90,7 @@ fn every_error() -> Vec<ApiError> {
         ApiError::AlreadyDecided(String::new()),
         ApiError::NotConfigured(String::new()),
         ApiError::NotAWebSocket,
-        ApiError::NoSubprotocol,
+        ApiError::NoSubprotocol("duet.v1"),
         ApiError::TooManyWatchers(0),
         ApiError::AiUnavailable(String::new()),
         ApiError::AiFailed(String::new()),
@@ -129,7 +129,7 @@ fn every_error() -> Vec<ApiError> {
             | ApiError::AlreadyDecided(_)
             | ApiError::NotConfigured(_)
             | ApiError::NotAWebSocket
-            | ApiError::NoSubprotocol
+            | ApiError::NoSubprotocol(_)
             | ApiError::TooManyWatchers(_)
             | ApiError::AiUnavailable(_)
             | ApiError::AiFailed(_)
@@ -343,6 +343,7 @@ fn the_routes_are_the_ones_the_worker_parses_and_names() {
             ("GET", "/api/rooms/{roomId}/files") => room(Action::ReadFile),
             ("PUT", "/api/rooms/{roomId}/files") => room(Action::WriteFile),
             ("DELETE", "/api/rooms/{roomId}/files") => room(Action::DeleteFile),
+            ("GET", "/api/rooms/{roomId}/terminal") => room(Action::Terminal),
             _ => panic!("{method} {path} is documented but not known here"),
         };
         assert_eq!(parsed, expected, "{method} {path}");
@@ -396,7 +397,7 @@ fn every_status_the_worker_gives_but_500_is_documented() {
             assert!(responses.get(code).is_some(), "{id} documents {code}");
         }
     }
-    for id in ["cleanupRoom", "liveFeed"] {
+    for id in ["cleanupRoom", "liveFeed", "sharedTerminal"] {
         let responses = &operation(&doc, id)["responses"];
         assert!(responses.get("403").is_some(), "{id} documents 403");
     }

@@ -56,6 +56,14 @@ pub enum Error {
     TooManyJobs { max: usize },
     #[error("could not start the job: {0}")]
     JobSpawn(io::Error),
+    #[error("could not start the terminal's shell: {0}")]
+    TerminalSpawn(io::Error),
+    #[error("the terminal took no input within {ms} ms: its shell reads none")]
+    TerminalStuck { ms: u64 },
+    #[error("the terminal was ended: its sandbox was destroyed")]
+    TerminalEnded,
+    #[error("sandbox {0} is being destroyed; try again once it is")]
+    Destroying(String),
     #[error("{0}: no such file or directory")]
     NoFile(String),
     /// A file path that leads outside the workspace, or is not ours to touch.
@@ -102,14 +110,19 @@ impl Error {
             Error::Unrestorable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::RestoreTimedOut { .. } => StatusCode::GATEWAY_TIMEOUT,
             Error::ClientGone => StatusCode::BAD_REQUEST,
-            Error::DestroyedBeforeStart(_) | Error::RestoreRunning(_) | Error::JobExists(_) => {
-                StatusCode::CONFLICT
-            }
+            Error::DestroyedBeforeStart(_)
+            | Error::RestoreRunning(_)
+            | Error::JobExists(_)
+            | Error::TerminalEnded => StatusCode::CONFLICT,
             Error::TooManyJobs { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::TooManyShells { .. } => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Workspace { .. } | Error::Spawn(_) | Error::JobSpawn(_) | Error::Internal(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
+            Error::TooManyShells { .. } | Error::TerminalStuck { .. } | Error::Destroying(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
             }
+            Error::Workspace { .. }
+            | Error::Spawn(_)
+            | Error::JobSpawn(_)
+            | Error::TerminalSpawn(_)
+            | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }

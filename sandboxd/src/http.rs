@@ -31,6 +31,13 @@
 //!
 //! `…/files` is the `files` module's, which says what it refuses.
 //!
+//! The terminal's routes start it if need be (see `terminal`). Its output
+//! (`?from=N`, 0 by default) is streamed from what is kept for as long as
+//! the client reads, or until the terminal ends with its sandbox: the body
+//! then ends, with no last line. Input is the raw bytes typed, at most
+//! `MAX_INPUT_BYTES` (413 past it), and may answer 503 if the terminal takes
+//! none of it in time; a size that does not fit is a 400.
+//!
 //! Archives are streamed both ways: an archive is sent from the file it
 //! was built in, and a restore's body is unpacked as it arrives (see
 //! `archive`), counted and cut off past `--max-archive-bytes`.
@@ -44,6 +51,7 @@ use std::time::{Duration, SystemTime};
 
 use duet_wire::job::JobRequest;
 use duet_wire::stream::{pieces, Event, OUTPUT_EVENT_BYTES};
+use duet_wire::terminal::{TerminalSize, MAX_COLS, MAX_INPUT_BYTES, MAX_ROWS};
 use duet_wire::{
     ExecRequest, ExecResult, RestoreResult, Route, Stream, ENTRIES_HEADER, LEFT_OUT_HEADER,
     MAX_BYTES, TIMEOUT_MS, UNPACKED_BYTES_HEADER,
@@ -68,8 +76,9 @@ use crate::error::Error;
 use crate::files;
 use crate::jobs::{self, Reader};
 use crate::progress::Progress;
-use crate::sandboxes::Sandboxes;
+use crate::sandboxes::{validate_name, Sandboxes};
 use crate::session::Outcome;
+use crate::terminal;
 use crate::timestamp::iso8601_millis;
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -148,6 +157,9 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
         Route::Job(..) => "GET, DELETE",
         Route::JobOutput(..) => "GET",
         Route::Files(_) => "GET, PUT, DELETE",
+        Route::Terminal(_) | Route::TerminalOutput(_) => "GET",
+        Route::TerminalInput(_) => "POST",
+        Route::TerminalSize(_) => "PUT",
     };
     let method = req.method().as_str();
     if !allowed.split(", ").any(|m| m == method) {
@@ -207,6 +219,44 @@ async fn handle(app: &App, req: Request<Incoming>) -> Result<Response<Body>, Err
                 .map_err(|e| Error::Internal(e.to_string()))
         }
         Route::Files(name) => files::handle(&app.sandboxes, name, req).await,
+        Route::Terminal(name) => {
+            let terminal = app.sandboxes.terminal(name).await?;
+            Ok(json(StatusCode::OK, &terminal.screen()))
+        }
+        Route::TerminalOutput(name) => {
+            let from = param(req.uri().query(), "from", 0)?.unwrap_or(0);
+            let reader = app.sandboxes.terminal(name).await?.reader(from);
+            let (sender, body) = Channel::new(CHUNKS_IN_FLIGHT);
+            tokio::spawn(send_terminal_events(sender, reader));
+            Response::builder()
+                .header(CONTENT_TYPE, "application/x-ndjson")
+                .body(body.boxed())
+                .map_err(|e| Error::Internal(e.to_string()))
+        }
+        Route::TerminalInput(name) => {
+            validate_name(name)?;
+            let typed = read_body_up_to(req, MAX_INPUT_BYTES).await?;
+            let terminal = app.sandboxes.terminal(name).await?;
+            Ok(json(StatusCode::OK, &terminal.type_in(&typed).await?))
+        }
+        Route::TerminalSize(name) => {
+            validate_name(name)?;
+            let size = parse_size(&read_body(req).await?)?;
+            app.sandboxes.terminal(name).await?.resize(size)?;
+            Ok(json(StatusCode::OK, &size))
+        }
+    }
+}
+
+/// Sends a terminal's output events as its reader gets them, until the
+/// terminal ends, the client goes away, or it takes nothing for
+/// [`SEND_STALL`].
+async fn send_terminal_events(mut body: Sender<Bytes>, mut reader: terminal::Reader) {
+    while let Some(event) = reader.next().await {
+        let sent = tokio::time::timeout(SEND_STALL, body.send_data(ndjson(&event))).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            return;
+        }
     }
 }
 
@@ -455,16 +505,18 @@ pub fn declared_length(req: &Request<Incoming>) -> Option<u64> {
 }
 
 async fn read_body(req: Request<Incoming>) -> Result<Bytes, Error> {
+    read_body_up_to(req, MAX_BODY_BYTES).await
+}
+
+/// The request body, refused past `limit` bytes.
+async fn read_body_up_to(req: Request<Incoming>, limit: usize) -> Result<Bytes, Error> {
     let too_large = Error::BodyTooLarge {
-        limit: MAX_BODY_BYTES as u64,
+        limit: limit as u64,
     };
-    if declared_length(&req).is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+    if declared_length(&req).is_some_and(|len| len > limit as u64) {
         return Err(too_large);
     }
-    match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
+    match Limited::new(req.into_body(), limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => Err(too_large),
         Err(e) => Err(Error::BadRequest(format!(
@@ -494,6 +546,17 @@ fn parse_job(body: &[u8]) -> Result<JobRequest, Error> {
         return Err(Error::BadRequest("maxMs must be a positive integer".into()));
     }
     Ok(request)
+}
+
+fn parse_size(body: &[u8]) -> Result<TerminalSize, Error> {
+    let size: TerminalSize = serde_json::from_slice(body)
+        .map_err(|e| Error::BadRequest(format!("invalid terminal size: {e}")))?;
+    if !size.fits() {
+        return Err(Error::BadRequest(format!(
+            "a terminal has 1 to {MAX_COLS} columns and 1 to {MAX_ROWS} rows"
+        )));
+    }
+    Ok(size)
 }
 
 /// Refuses a command bash could not be given.

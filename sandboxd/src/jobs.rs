@@ -27,7 +27,6 @@
 //! ended, the newest [`KEPT_ENDED_JOBS`] are kept.
 
 pub mod context;
-mod kept;
 pub mod records;
 
 use std::io;
@@ -36,7 +35,9 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use duet_wire::job::{JobEvent, JobInfo, JobRequest, JobState, MAX_RUNNING_JOBS, STOP_GRACE_MS};
+use duet_wire::job::{
+    JobEvent, JobInfo, JobRequest, JobState, JOB_OUTPUT_KEPT_BYTES, MAX_RUNNING_JOBS, STOP_GRACE_MS,
+};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
@@ -44,12 +45,12 @@ use tokio::sync::watch;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
 
 use crate::error::Error;
+use crate::kept::Kept;
 use crate::procs;
 use crate::rlimits::Limits;
 use crate::session::status_code;
 use crate::timestamp::iso8601_millis;
 use context::Context;
-use kept::Kept;
 use records::{Record, Records};
 
 /// Ended jobs kept per sandbox; the worker keeps the room's whole list.
@@ -236,7 +237,7 @@ impl Job {
             started_at: iso8601_millis(started),
             sid,
             state: Mutex::new(State {
-                kept: Kept::default(),
+                kept: Kept::new(JOB_OUTPUT_KEPT_BYTES),
                 end: None,
             }),
             changed: watch::Sender::new(()),
@@ -434,7 +435,10 @@ impl Reader {
             self.changed.borrow_and_update();
             let event = {
                 let state = self.job.state();
-                match state.kept.piece(self.at, state.end.is_some()) {
+                match state
+                    .kept
+                    .piece(self.at, state.kept.total(), state.end.is_some())
+                {
                     Some(piece) => {
                         self.at = piece.offset + piece.bytes;
                         Some(JobEvent::Output {

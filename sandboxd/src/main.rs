@@ -13,6 +13,7 @@ mod error;
 mod files;
 mod http;
 mod jobs;
+mod kept;
 mod log;
 mod output;
 mod procs;
@@ -20,6 +21,7 @@ mod progress;
 mod rlimits;
 mod sandboxes;
 mod session;
+mod terminal;
 mod timestamp;
 mod workspace;
 

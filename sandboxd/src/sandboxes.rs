@@ -29,6 +29,13 @@
 //! directory and environment, and for no longer than `context::TURN_WAIT`.
 //! A destroy, and shutdown, kill a sandbox's jobs before anything else, and
 //! a job whose start overlaps a destroy either is among them or is refused.
+//!
+//! A sandbox may also hold its terminal (see `terminal`), started by the
+//! first request of its routes and kept until the sandbox is destroyed (it
+//! neither counts among the `max_shells` nor ends when idle). A destroy
+//! ends it once it has the shell's turn, and keeps a new one from starting
+//! until the workspace is gone (a terminal request waits, at most
+//! [`TERMINAL_TURN`]); a restore restarts its shell in the new workspace.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -51,9 +58,12 @@ use crate::log::{self, CommandLog};
 use crate::progress::Progress;
 use crate::rlimits::Limits;
 use crate::session::{End, Outcome, Session};
+use crate::terminal::{Setup, Terminal};
 use crate::workspace;
 
 pub const MAX_NAME_LEN: usize = 160;
+/// How long a terminal request waits while the sandbox is being destroyed.
+pub const TERMINAL_TURN: Duration = Duration::from_secs(10);
 
 pub struct Settings {
     /// Absolute directory holding one workspace per sandbox.
@@ -91,6 +101,9 @@ struct Sandbox {
     jobs: Jobs,
     /// What its shell last said of its working directory and environment.
     context: Last,
+    /// Its terminal, once started; locked by a destroy from ending it to
+    /// removing the workspace. Whoever holds both locks takes `shell` first.
+    terminal: tokio::sync::Mutex<Option<Arc<Terminal>>>,
 }
 
 /// A sandbox's one restore; ends it when dropped.
@@ -210,6 +223,40 @@ impl Sandboxes {
         detached(async move { this.start_job_now(&name, request).await }).await
     }
 
+    /// The sandbox's terminal, started (with its workspace) if need be.
+    pub async fn terminal(self: &Arc<Self>, name: &str) -> Result<Arc<Terminal>, Error> {
+        validate_name(name)?;
+        let sandbox = self.entry(name);
+        let Ok(mut slot) = tokio::time::timeout(TERMINAL_TURN, sandbox.terminal.lock()).await
+        else {
+            return Err(Error::Destroying(name.to_string()));
+        };
+        if let Some(terminal) = slot.as_ref() {
+            return Ok(Arc::clone(terminal));
+        }
+        let path = self.workspace(name);
+        let started = workspace::create(&path).and_then(|()| {
+            Terminal::start(Setup {
+                workspace: path,
+                env: self.settings.shell_env.clone(),
+                limits: self.settings.limits,
+            })
+        });
+        match started {
+            Ok(terminal) => {
+                *slot = Some(Arc::clone(&terminal));
+                Ok(terminal)
+            }
+            Err(e) => {
+                drop(slot);
+                if let Ok(shell) = sandbox.shell.try_lock() {
+                    self.forget_if_unused(name, &sandbox, &shell);
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Where the sandbox's workspace is (or will be).
     pub fn workspace_of(&self, name: &str) -> Result<PathBuf, Error> {
         validate_name(name)?;
@@ -241,6 +288,11 @@ impl Sandboxes {
         }
         for sandbox in &all {
             sandbox.jobs.stop_all().await;
+        }
+        for sandbox in &all {
+            if let Some(terminal) = sandbox.terminal.lock().await.take() {
+                terminal.end().await;
+            }
         }
         for sandbox in all {
             // Dropping a session kills it.
@@ -381,8 +433,15 @@ impl Sandboxes {
         sandbox.generation.send_modify(|g| *g += 1);
         sandbox.jobs.stop_all().await;
         let mut shell = sandbox.shell.lock().await;
+        // Always taken after the shell: a restore holds the shell and
+        // waits for the terminal.
+        let mut terminal = sandbox.terminal.lock().await;
+        if let Some(terminal) = terminal.take() {
+            terminal.end().await;
+        }
         *shell = Shell::new();
         let removed = workspace::remove(self.workspace(name)).await;
+        drop(terminal);
         self.forget_if_unused(name, &sandbox, &shell);
         removed
     }
@@ -440,9 +499,14 @@ impl Sandboxes {
                 if shell.session.take().is_some() {
                     shell.ended = Some(End::Restored);
                 }
-                workspace::blocking(move || workspace::replace(&path, &staged))
-                    .await
-                    .map(|()| restored)
+                let replaced =
+                    workspace::blocking(move || workspace::replace(&path, &staged)).await;
+                if replaced.is_ok() {
+                    if let Some(terminal) = sandbox.terminal.lock().await.as_ref() {
+                        terminal.restart();
+                    }
+                }
+                replaced.map(|()| restored)
             }
             Err(e) => Err(e),
         };
@@ -469,13 +533,19 @@ impl Sandboxes {
     }
 
     /// Forgets the entry if it holds nothing (no shell, no place, no note
-    /// for the next command, no job) and no other request is holding or waiting on
-    /// it (the map holds one reference and the caller one).
+    /// for the next command, no job, no terminal) and no other request is
+    /// holding or waiting on it (the map holds one reference and the caller
+    /// one).
     fn forget_if_unused(&self, name: &str, sandbox: &Arc<Sandbox>, shell: &Shell) {
+        let terminal = sandbox
+            .terminal
+            .try_lock()
+            .map_or(true, |terminal| terminal.is_some());
         if shell.session.is_some()
             || shell.place.is_some()
             || shell.ended.is_some()
             || !sandbox.jobs.is_empty()
+            || terminal
         {
             return;
         }
@@ -494,6 +564,7 @@ impl Sandboxes {
                 restoring: AtomicBool::new(false),
                 jobs: Jobs::default(),
                 context: Last::default(),
+                terminal: tokio::sync::Mutex::new(None),
             })
         });
         Arc::clone(sandbox)

@@ -29,7 +29,9 @@ pub fn needed(action: Action) -> RoomRole {
         | Action::Mcp
         | Action::Jobs
         | Action::Job { .. }
-        | Action::ReadFile => RoomRole::Watcher,
+        | Action::ReadFile
+        // Typing into it is a writer's (`terminal::FromClient::needed`).
+        | Action::Terminal => RoomRole::Watcher,
         // The kept archive holds the files a failed wake could not bring
         // back, for a writer to put back.
         Action::SendMessage

@@ -129,6 +129,7 @@ impl DuetAgent {
         }
         let done = match call.tool {
             Tool::ReadHistory => self.read_history(room).await,
+            Tool::ReadTerminal => self.read_terminal(room).await,
             Tool::SendMessage => self.send_message(room, &call.arguments, asked_by).await,
             tool => self.command(room, tool, &call.arguments, asked_by).await,
         };
@@ -152,8 +153,8 @@ impl DuetAgent {
     }
 
     /// Records a call that ran no command: what it sent (a command, a
-    /// message's text, a job's id, a path), if anything, under its tool's
-    /// name.
+    /// message's text, a job's id, a path, keys typed), if anything, under
+    /// its tool's name.
     async fn audit_call(
         &self,
         room: &str,
@@ -161,7 +162,7 @@ impl DuetAgent {
         asked_by: Option<&str>,
         outcome: AuditOutcome,
     ) {
-        let sent = ["command", "cmd", "text", "jobId", "path"]
+        let sent = ["command", "cmd", "text", "jobId", "path", "data"]
             .into_iter()
             .find_map(|key| call.arguments[key].as_str())
             .unwrap_or_default();
@@ -181,6 +182,16 @@ impl DuetAgent {
             };
             sandbox.audit(&entry).await;
         }
+    }
+
+    /// The shared terminal's screen, as the people in the room see it.
+    async fn read_terminal(&self, room: &str) -> Result<Output, ApiError> {
+        self.touch(room).await?;
+        let sandbox = SandboxObject::of(&self.env, room)?;
+        Ok(match sandbox.terminal_screen().await {
+            Ok(screen) => Output::Done(screen.into_json()),
+            Err(why) => Output::Failed(format!("the terminal could not be read: {why}")),
+        })
     }
 
     async fn read_history(&self, room: &str) -> Result<Output, ApiError> {

@@ -25,7 +25,7 @@ GET /api/rooms/{roomId}/audit, POST /api/rooms/{roomId}/mcp, \
 POST /api/rooms/{roomId}/jobs, GET /api/rooms/{roomId}/jobs, \
 GET /api/rooms/{roomId}/jobs/{jobId}, DELETE /api/rooms/{roomId}/jobs/{jobId}, \
 GET /api/rooms/{roomId}/files, PUT /api/rooms/{roomId}/files, DELETE /api/rooms/{roomId}/files, \
-GET /api/rooms/{roomId}/live, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
+GET /api/rooms/{roomId}/live, GET /api/rooms/{roomId}/terminal, GET /, HEAD /, GET /rooms/{roomId}, HEAD /rooms/{roomId}, \
 GET /assets/{name}, HEAD /assets/{name}";
 
 #[derive(Debug, thiserror::Error)]
@@ -85,12 +85,10 @@ pub enum ApiError {
     AlreadyDecided(String),
     #[error("the room was cleaned up while this request was in flight; nothing of it was kept")]
     CleanedUp,
-    #[error(
-        "this route is a WebSocket: connect with `Upgrade: websocket` and the subprotocol duet.v1"
-    )]
+    #[error("this route is a WebSocket: connect with `Upgrade: websocket` and its subprotocol")]
     NotAWebSocket,
-    #[error("the live feed speaks the subprotocol duet.v1: offer it in Sec-WebSocket-Protocol")]
-    NoSubprotocol,
+    #[error("this socket speaks the subprotocol {0}: offer it in Sec-WebSocket-Protocol")]
+    NoSubprotocol(&'static str),
     #[error("the room has {0} watchers, the most it takes; try again later")]
     TooManyWatchers(usize),
     #[error("no AI backend: {0}")]
@@ -135,7 +133,7 @@ impl ApiError {
             | Self::BadJson(_)
             | Self::NotAnObject
             | Self::UnreadableBody(_)
-            | Self::NoSubprotocol => 400,
+            | Self::NoSubprotocol(_) => 400,
             Self::Unauthorized | Self::TokenExpired | Self::TokenRevoked | Self::OtherRoom => 401,
             Self::CrossSite(_) | Self::Forbidden { .. } => 403,
             Self::NotFound | Self::NoKeptArchive | Self::NoSuchApproval | Self::NoSuchJob => 404,
@@ -240,7 +238,7 @@ mod tests {
             ApiError::AlreadyDecided("approved by ana".into()).status(),
             409
         );
-        assert_eq!(ApiError::NoSubprotocol.status(), 400);
+        assert_eq!(ApiError::NoSubprotocol("duet.v1").status(), 400);
         assert_eq!(ApiError::AiTimeout(15_000).status(), 504);
         assert_eq!(ApiError::AiFailed("x".into()).status(), 502);
         assert_eq!(ApiError::AiUnavailable("x".into()).status(), 503);

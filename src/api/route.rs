@@ -49,6 +49,8 @@ pub enum Action {
     ReadFile,
     WriteFile,
     DeleteFile,
+    /// The shared terminal (a WebSocket; `terminal`).
+    Terminal,
 }
 
 /// The web page's parts.
@@ -102,6 +104,7 @@ impl Action {
                 | Self::StopJob { .. }
                 | Self::WriteFile
                 | Self::DeleteFile
+                | Self::Terminal
         )
     }
 
@@ -138,6 +141,7 @@ impl Action {
             Self::ReadFile => "read-file",
             Self::WriteFile => "write-file",
             Self::DeleteFile => "delete-file",
+            Self::Terminal => "terminal",
         }
     }
 }
@@ -223,6 +227,8 @@ pub fn parse(method: &str, path: &str) -> Result<Route, ApiError> {
         ("files", "PUT") => Action::WriteFile,
         ("files", "DELETE") => Action::DeleteFile,
         ("files", _) => return Err(ApiError::MethodNotAllowed("GET, PUT, DELETE")),
+        ("terminal", "GET") => Action::Terminal,
+        ("terminal", _) => return Err(ApiError::MethodNotAllowed("GET")),
         (tail, method) => match (tail.split_once('/'), method) {
             (Some(("approvals", id)), "POST") => Action::Decide {
                 approval: approval_id(id)?,
@@ -412,6 +418,7 @@ mod tests {
             ("GET", "files", Action::ReadFile),
             ("PUT", "files", Action::WriteFile),
             ("DELETE", "files", Action::DeleteFile),
+            ("GET", "terminal", Action::Terminal),
             ("GET", "jobs", Action::Jobs),
             ("GET", "jobs/j00000000000000ff", Action::Job { job: 255 }),
             (

@@ -30,6 +30,7 @@ use crate::api::validate;
 use crate::files::tools::FileTool;
 use crate::files::{EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE};
 use crate::room::calls::{Command, Kind};
+use crate::terminal::{MAX_FRAME_BYTES, WRITE_TERMINAL};
 
 /// Calls as strings, each its id, name and arguments: how they are stored.
 /// A string list is read by a parser the worker has anyway, where derived
@@ -94,6 +95,16 @@ pub fn asked(name: &str, arguments: &Value) -> Result<Command, String> {
         }
         JOB_STATUS => job(Kind::JobStatus),
         STOP_JOB => job(Kind::StopJob),
+        WRITE_TERMINAL => match arguments["data"].as_str() {
+            Some(data) if !data.is_empty() && data.len() <= MAX_FRAME_BYTES => Ok(Command {
+                cmd: data.to_owned(),
+                timeout_ms: None,
+                kind: Kind::Terminal,
+            }),
+            _ => Err(format!(
+                "{WRITE_TERMINAL} needs `data`, the keys to type: 1 to {MAX_FRAME_BYTES} bytes"
+            )),
+        },
         _ => match FileTool::asked(name, arguments) {
             Some(asked) => asked.map(|(tool, path)| Command {
                 cmd: format!("{name} {path}"),

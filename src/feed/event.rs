@@ -133,6 +133,16 @@ pub enum Event<'a> {
         changed_by: Option<&'a str>,
         source: Source,
     },
+    /// Someone typed into the shared terminal (`crate::terminal`): at most
+    /// once a second per writer, the bytes since, and the last line entered
+    /// with Enter, unless the terminal did not echo it.
+    TerminalInput {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        by: Option<&'a str>,
+        bytes: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<&'a str>,
+    },
     /// A command of the agent's waits for a writer's decision.
     Approval { approval: &'a Approval },
     /// A waiting command was approved, denied, or expired.
@@ -162,6 +172,7 @@ impl Event<'_> {
             Self::JobOutput { .. } => "job_output",
             Self::JobEnd { .. } => "job_end",
             Self::File { .. } => "file",
+            Self::TerminalInput { .. } => "terminal_input",
             Self::Approval { .. } => "approval",
             Self::Decided { .. } => "decided",
             Self::Policy { .. } => "policy",
@@ -311,18 +322,22 @@ impl FromWatcher {
 /// (426), or a WebSocket that does not offer [`PROTOCOL`] (400), which the
 /// answer could not name without breaking the handshake.
 pub fn check_upgrade(upgrade: Option<&str>, protocols: Option<&str>) -> Result<(), ApiError> {
+    check_upgrade_to(PROTOCOL, upgrade, protocols)
+}
+
+/// As [`check_upgrade`], to a socket that speaks `protocol`.
+pub fn check_upgrade_to(
+    protocol: &'static str,
+    upgrade: Option<&str>,
+    protocols: Option<&str>,
+) -> Result<(), ApiError> {
     if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case("websocket")) {
         return Err(ApiError::NotAWebSocket);
     }
-    if !protocols.is_some_and(offers_protocol) {
-        return Err(ApiError::NoSubprotocol);
+    if !protocols.is_some_and(|header| header.split(',').any(|p| p.trim() == protocol)) {
+        return Err(ApiError::NoSubprotocol(protocol));
     }
     Ok(())
-}
-
-/// Whether a `Sec-WebSocket-Protocol` header offers [`PROTOCOL`].
-fn offers_protocol(header: &str) -> bool {
-    header.split(',').any(|p| p.trim() == PROTOCOL)
 }
 
 #[cfg(test)]
@@ -565,8 +580,9 @@ mod tests {
 
     #[test]
     fn the_feed_is_offered_by_its_subprotocol() {
-        assert!(offers_protocol("duet.v1, duet.auth.czNjcmV0"));
-        assert!(!offers_protocol("chat, superchat"));
+        assert!(check_upgrade(Some("websocket"), Some("duet.v1, duet.auth.czNjcmV0")).is_ok());
+        assert!(check_upgrade(Some("websocket"), Some("chat, superchat")).is_err());
+        assert!(check_upgrade_to("duet.term.v1", Some("websocket"), Some("duet.term.v1")).is_ok());
     }
 
     #[test]

@@ -70,11 +70,11 @@ const PONG: &str = r#"{"type":"pong"}"#;
 /// Close code for a watcher too far behind.
 const TOO_SLOW: u16 = 4008;
 /// Close code for a watcher that sent a frame too large.
-const TOO_LARGE: u16 = 1009;
+pub const TOO_LARGE: u16 = 1009;
 /// Close code for a frame the protocol does not have.
-const NOT_IN_PROTOCOL: u16 = 1008;
+pub const NOT_IN_PROTOCOL: u16 = 1008;
 /// Close code for a frame beyond the socket's role.
-const BEYOND_ROLE: u16 = 4403;
+pub const BEYOND_ROLE: u16 = 4403;
 /// Close code for a socket whose token was revoked or expired.
 const TOKEN_ENDED: u16 = 4401;
 /// Close code for every watcher of a room deleted or expired.
@@ -142,13 +142,13 @@ impl Grant {
         }
     }
 
-    fn tag(&self) -> String {
+    pub fn tag(&self) -> String {
         let generation = self.generation.as_deref().unwrap_or("-");
         let expires = self.expires_at.map_or("-".into(), |at| at.to_string());
         format!("{} {generation} {expires}", self.role.name())
     }
 
-    fn from_tag(tag: &str) -> Option<Self> {
+    pub fn from_tag(tag: &str) -> Option<Self> {
         let mut parts = tag.split(' ');
         let role = RoomRole::parse(parts.next()?)?;
         let generation = Some(parts.next()?).filter(|g| *g != "-").map(str::to_owned);
@@ -163,7 +163,7 @@ impl Grant {
         })
     }
 
-    fn expired(&self, now: u64) -> bool {
+    pub fn expired(&self, now: u64) -> bool {
         self.expires_at.is_some_and(|at| now >= at)
     }
 }
@@ -208,7 +208,8 @@ impl NameTag {
     }
 }
 
-/// A socket's tags, read: its id, the room, what it may do.
+/// A watcher socket's tags, read: its id, the room, what it may do. (The
+/// terminal's sockets have two tags, and are none of the feed's.)
 struct Tags {
     id: String,
     room: String,
@@ -261,14 +262,19 @@ impl Watcher {
     /// closes its socket.
     fn end(&mut self, reason: CloseReason, seq: u64) {
         self.send(&event::frame(&Event::Closed { reason }.written().json, seq));
-        let (code, why) = match reason {
-            CloseReason::Deleted => (ROOM_CLOSED, "the room was deleted"),
-            CloseReason::Expired => (ROOM_CLOSED, "the room expired"),
-            CloseReason::Revoked => (TOKEN_ENDED, "the token was revoked"),
-            CloseReason::TokenExpired => (TOKEN_ENDED, "the token expired"),
-        };
-        let _ = self.ws.close(Some(code), Some(why));
+        close(&self.ws, reason);
     }
+}
+
+/// Closes a socket for `reason`, with its code.
+pub fn close(ws: &WebSocket, reason: CloseReason) {
+    let (code, why) = match reason {
+        CloseReason::Deleted => (ROOM_CLOSED, "the room was deleted"),
+        CloseReason::Expired => (ROOM_CLOSED, "the room expired"),
+        CloseReason::Revoked => (TOKEN_ENDED, "the token was revoked"),
+        CloseReason::TokenExpired => (TOKEN_ENDED, "the token expired"),
+    };
+    let _ = ws.close(Some(code), Some(why));
 }
 
 pub struct Feed {

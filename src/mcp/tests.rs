@@ -121,7 +121,13 @@ fn ping_and_tools_list_by_role() {
     };
     assert_eq!(
         list(RoomRole::Watcher),
-        ["job_status", "read_file", "list_files", "read_history"]
+        [
+            "job_status",
+            "read_file",
+            "list_files",
+            "read_terminal",
+            "read_history"
+        ]
     );
     assert_eq!(
         list(RoomRole::Writer),
@@ -134,6 +140,8 @@ fn ping_and_tools_list_by_role() {
             "list_files",
             "write_file",
             "edit_file",
+            "read_terminal",
+            "write_terminal",
             "read_history",
             "send_message"
         ]
@@ -347,7 +355,7 @@ fn modern_discover_list_and_call() {
         (json!("complete"), json!("private"))
     );
     assert!(result["ttlMs"].is_u64());
-    assert_eq!(result["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(result["tools"].as_array().unwrap().len(), 5);
     let params = json!({"name": "run_command", "arguments": {"command": "ls"}});
     let Ok(Post { mut items, .. }) = post(
         modern_headers("tools/call", Some("run_command")),

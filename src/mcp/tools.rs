@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::api::role::RoomRole;
 use crate::files::{EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE};
+use crate::terminal::WRITE_TERMINAL;
 
 /// The tools, in the order listed. Their limits are checked against
 /// `api::limits` by a test.
@@ -24,6 +25,8 @@ pub const DEFINITIONS: &str = r#"[
 {"name":"list_files","title":"List a directory","description":"List a directory of the room's workspace (the path relative to it; the workspace itself without one): an entry a line, directories ending in /, files with their size; at most 1000 entries.","inputSchema":{"type":"object","properties":{"path":{"type":"string"}},"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
 {"name":"write_file","title":"Write a file","description":"Write a file of the room's workspace whole: created with its directories, or replaced at once. Everyone in the room sees the change. The room's policy applies as to run_command: file rules (write_file PATH) refuse or allow it, and in ask mode a writer approves it, seeing the diff. To change part of a file, use edit_file.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string","description":"The file's whole new text."}},"required":["path","content"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}},
 {"name":"edit_file","title":"Edit a file","description":"Change a text file of the room's workspace: the one place where old_text occurs becomes new_text. old_text must match the file exactly and once (a tool error says how many times it matched otherwise); include the lines around it to make it unique. The room's policy applies as to write_file.","inputSchema":{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}},"required":["path","old_text","new_text"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"path":{"type":"string"},"text":{"type":"string"}},"required":["path","text"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":false}},
+{"name":"read_terminal","title":"Read the shared terminal","description":"The room's shared terminal as the people in the room see it now: its visible screen as plain text, a line each, and its size. People type into it from the page; what runs there (an editor, a REPL, a test watcher) shows here as drawn.","inputSchema":{"type":"object","additionalProperties":false},"outputSchema":{"type":"object","properties":{"cols":{"type":"integer"},"rows":{"type":"integer"},"text":{"type":"string"}},"required":["cols","rows","text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
+{"name":"write_terminal","title":"Type into the shared terminal","description":"Type into the room's shared terminal, as a person at the keyboard would (\\r is Enter, \\u0003 Ctrl-C), where everyone sees it; answers at once, before the shell does anything: read it back with read_terminal. The room's policy judges what is typed as a command: a deny rule refuses it, and in ask mode it waits for a writer.","inputSchema":{"type":"object","properties":{"data":{"type":"string","description":"The keys to type (at most 16384 bytes)."}},"required":["data"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"bytes":{"type":"integer"},"echo":{"type":"boolean","description":"Whether the terminal echoed it (false at a password prompt)."}},"required":["bytes","echo"]},"annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}},
 {"name":"read_history","title":"Read the room's chat","description":"Read the room's stored chat history, oldest first (the last 20 messages): what the people in the room and the room's own agent said.","inputSchema":{"type":"object","additionalProperties":false},"outputSchema":{"type":"object","properties":{"messages":{"type":"array","items":{"type":"object","properties":{"role":{"type":"string","enum":["user","agent"]},"userId":{"type":"string"},"text":{"type":"string"},"ts":{"type":"integer","description":"Milliseconds since the Unix epoch."}},"required":["role","text","ts"]}}},"required":["messages"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}},
 {"name":"send_message","title":"Send a message to the room","description":"Send a message to the room's chat, where everyone in the room sees it. With ask true (the default) it also asks the room's own agent, which may run commands in the room's shell; the call then answers the agent's reply, and the message and reply are stored in the room's history. With ask false it only shows the message to those watching the room live; it is not stored, as the history holds exchanges with the room's agent.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"The message (at most 8000 characters)."},"ask":{"type":"boolean","default":true,"description":"Whether the room's agent answers it."}},"required":["text"],"additionalProperties":false},"annotations":{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":true}}
 ]"#;
@@ -39,6 +42,8 @@ pub enum Tool {
     ListFiles,
     WriteFile,
     EditFile,
+    ReadTerminal,
+    WriteTerminal,
     ReadHistory,
     SendMessage,
 }
@@ -50,7 +55,7 @@ impl Tool {
         (source == Source::Mcp).then_some(Self::RunCommand.name())
     }
 
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::RunCommand,
         Self::StartJob,
         Self::JobStatus,
@@ -59,6 +64,8 @@ impl Tool {
         Self::ListFiles,
         Self::WriteFile,
         Self::EditFile,
+        Self::ReadTerminal,
+        Self::WriteTerminal,
         Self::ReadHistory,
         Self::SendMessage,
     ];
@@ -73,6 +80,8 @@ impl Tool {
             Self::ListFiles => LIST_FILES,
             Self::WriteFile => WRITE_FILE,
             Self::EditFile => EDIT_FILE,
+            Self::ReadTerminal => "read_terminal",
+            Self::WriteTerminal => WRITE_TERMINAL,
             Self::ReadHistory => "read_history",
             Self::SendMessage => "send_message",
         }
@@ -86,9 +95,11 @@ impl Tool {
     /// (`access::roles`).
     pub fn needed(self) -> RoomRole {
         match self {
-            Self::ReadHistory | Self::JobStatus | Self::ReadFile | Self::ListFiles => {
-                RoomRole::Watcher
-            }
+            Self::ReadHistory
+            | Self::JobStatus
+            | Self::ReadFile
+            | Self::ListFiles
+            | Self::ReadTerminal => RoomRole::Watcher,
             _ => RoomRole::Writer,
         }
     }
@@ -176,7 +187,13 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["job_status", "read_file", "list_files", "read_history"]
+            [
+                "job_status",
+                "read_file",
+                "list_files",
+                "read_terminal",
+                "read_history"
+            ]
         );
         assert_eq!(listed(RoomRole::Writer).len(), Tool::ALL.len());
     }

@@ -63,6 +63,9 @@ pub enum Kind {
         tool: FileTool,
         path: String,
     },
+    /// Keys typed into the shared terminal (`write_terminal`): the command
+    /// is what they spell, as the policy judges it.
+    Terminal,
 }
 
 impl Command {
@@ -124,6 +127,12 @@ pub enum Call {
     /// refuses.
     AgentFile,
     McpFile,
+    /// DuetAgent → Sandbox: the shared terminal's screen (`read_terminal`);
+    /// answers `{"cols", "rows", "text"}`.
+    TerminalScreen,
+    /// DuetAgent → Sandbox: keys an MCP client types into the shared
+    /// terminal (`write_terminal`); answers `{"bytes", "echo"}`.
+    McpTerminal,
     /// DuetAgent → Sandbox: an event for the live feed.
     Publish,
     /// DuetAgent → Sandbox: a command of the agent's that did not run, for
@@ -148,7 +157,7 @@ pub enum Call {
 /// leaves a room's two objects on different versions, the call fails as
 /// unknown (before anything runs) rather than being misread.
 /// A job's call is listed with job 0; its path ends in the job's id.
-const CALLS: [(Call, &str, &str); 15] = [
+const CALLS: [(Call, &str, &str); 17] = [
     (Call::AgentExec, "agent-run", "POST"),
     (Call::McpExec, "mcp-run", "POST"),
     (Call::AgentJob, "agent-job", "POST"),
@@ -157,6 +166,8 @@ const CALLS: [(Call, &str, &str); 15] = [
     (Call::StopJob(0), "stop-job", "POST"),
     (Call::AgentFile, "agent-file", "POST"),
     (Call::McpFile, "mcp-file", "POST"),
+    (Call::TerminalScreen, "terminal-screen", "GET"),
+    (Call::McpTerminal, "mcp-terminal", "POST"),
     (Call::Publish, "publish", "POST"),
     (Call::Audit, "audit", "POST"),
     (Call::HistoryExpired, "expired", "POST"),
@@ -251,8 +262,12 @@ pub enum ToSandbox {
     DeleteFile(Source),
     /// A file tool's call, from the agent or an MCP client.
     FileTool(Source),
+    /// The shared terminal's screen, and keys typed into it, for MCP.
+    TerminalScreen,
+    TerminalWrite(Source),
     KeptArchive,
     Audit,
+    Terminal,
     /// A command the DuetAgent refused, for the audit.
     RecordRefused,
     Live,
@@ -301,6 +316,7 @@ fn served(asked: Asked) -> Served {
             Action::ReadFile => Sandbox(ToSandbox::ReadFile),
             Action::WriteFile => Sandbox(ToSandbox::WriteFile(Source::Exec)),
             Action::DeleteFile => Sandbox(ToSandbox::DeleteFile(Source::Exec)),
+            Action::Terminal => Sandbox(ToSandbox::Terminal),
             Action::SendMessage => Agent(ToAgent::SendMessage),
             Action::History => Agent(ToAgent::History),
             Action::Cleanup => Agent(ToAgent::Cleanup),
@@ -321,6 +337,8 @@ fn served(asked: Asked) -> Served {
             Call::StopJob(job) => Sandbox(ToSandbox::StopJob(job)),
             Call::AgentFile => Sandbox(ToSandbox::FileTool(Source::Agent)),
             Call::McpFile => Sandbox(ToSandbox::FileTool(Source::Mcp)),
+            Call::TerminalScreen => Sandbox(ToSandbox::TerminalScreen),
+            Call::McpTerminal => Sandbox(ToSandbox::TerminalWrite(Source::Mcp)),
             Call::Publish => Sandbox(ToSandbox::Publish),
             Call::Audit => Sandbox(ToSandbox::RecordRefused),
             Call::HistoryExpired => Sandbox(ToSandbox::HistoryExpired),
@@ -508,6 +526,15 @@ impl SandboxObject {
                 let call = if mcp { Call::McpExec } else { Call::AgentExec };
                 (call, exec(Some(timeout_ms), None))
             }
+            Kind::Terminal => {
+                let body = serde_json::json!({
+                    "data": command.cmd,
+                    "userId": asked_by,
+                    "decidedBy": consent.decided_by,
+                    "rule": consent.rule,
+                });
+                (Call::McpTerminal, body.to_string())
+            }
             Kind::File { tool, path } => {
                 let mut body = tool.arguments(path);
                 body["userId"] = asked_by.into();
@@ -535,6 +562,17 @@ impl SandboxObject {
             Ok(diff) => diff,
             Err(why) => format!("(no diff: {why})"),
         })
+    }
+
+    /// The shared terminal's screen, as `read_terminal` answers it.
+    pub async fn terminal_screen(&self) -> Result<Ran, String> {
+        let response = send(&self.stub, &self.room, Call::TerminalScreen, None).await?;
+        let bytes = body::all_of(response)
+            .await
+            .map_err(|e| unexpected(&worker::Error::from(e)))?;
+        String::from_utf8(bytes)
+            .map(Ran)
+            .map_err(|e| unexpected(&e))
     }
 
     /// Sends `call` with `body`; answers what came back, read whole.

@@ -11,5 +11,6 @@ mod object;
 mod sandboxd;
 mod saved;
 mod stream;
+mod terminal;
 
 pub use object::Sandbox;

@@ -64,6 +64,7 @@ use super::files;
 use super::follow::Follower;
 use super::sandboxd::{ContainerState, Restore, Sandboxd, Saving};
 use super::saved::{Archive, Saved};
+use super::terminal::{Shared as TerminalShared, Terminal, Typed};
 use crate::access::generation::Generation;
 use crate::access::request;
 use crate::access::roles::{self, Mode};
@@ -88,6 +89,7 @@ use crate::room::calls::{self, Served, ToSandbox};
 use crate::room::clock::{Due, RoomClock, Timing};
 use crate::runtime::log::{self, ObjectFailure};
 use crate::runtime::{body, clock, config, random, respond};
+use crate::terminal;
 
 /// How long saving a workspace may take.
 const SAVE_MS: u64 = 60_000;
@@ -115,7 +117,8 @@ pub struct Sandbox {
     feed: Rc<Feed>,
     jobs: Rc<Jobs>,
     generation: Generation,
-    audit: Audit,
+    audit: Rc<Audit>,
+    terminal: Rc<TerminalShared>,
 }
 
 /// A sleeping room's wake, shared between the restore, which runs on its
@@ -157,7 +160,8 @@ impl Sandbox {
         Self {
             jobs: Rc::new(jobs),
             generation,
-            audit,
+            audit: Rc::new(audit),
+            terminal: Rc::default(),
             state,
             raw,
             saved: Rc::new(saved),
@@ -177,10 +181,10 @@ impl Sandbox {
         respond::from_object("Sandbox", route::path_of(&url), outcome).into()
     }
 
-    /// A watcher's message: only text (acks) means anything, but binary
-    /// frames are bounded too.
+    /// A message on the feed or the terminal: only text means anything,
+    /// but binary frames are bounded too.
     #[wasm_bindgen(js_name = webSocketMessage)]
-    pub fn websocket_message(&self, ws: web_sys::WebSocket, message: JsValue) {
+    pub async fn websocket_message(&self, ws: web_sys::WebSocket, message: JsValue) {
         let text = message.as_string();
         let bytes = match &text {
             Some(text) => text.len(),
@@ -188,8 +192,14 @@ impl Sandbox {
                 .dyn_ref::<ArrayBuffer>()
                 .map_or(0, |buffer| buffer.byte_length() as usize),
         };
-        self.feed
-            .received(&self.state, &ws.into(), bytes, text.as_deref());
+        let ws = WebSocket::from(ws);
+        if !Terminal::owns(&self.state, &ws) {
+            return self.feed.received(&self.state, &ws, bytes, text.as_deref());
+        }
+        // Typing into the terminal, or sizing it, is a use of the room.
+        if let Some(room) = self.terminal().received(&ws, bytes, text.as_deref()) {
+            let _ = self.touch(&room, clock::now_ms()).await;
+        }
     }
 
     #[wasm_bindgen(js_name = webSocketClose)]
@@ -232,8 +242,12 @@ impl Sandbox {
 }
 
 impl Sandbox {
-    /// A watcher went away; the last one tells the DuetAgent.
+    /// A watcher went away; the last one tells the DuetAgent. The last of
+    /// the terminal's takes its follower with it.
     async fn left(&self, ws: &WebSocket) {
+        if Terminal::owns(&self.state, ws) {
+            return self.terminal().left(&self.state);
+        }
         let room = self.feed.closed(&self.state, ws);
         if let (0, Some(room)) = (self.feed.watchers(&self.state), room) {
             if let Ok(agent) = AgentObject::of(&self.env, &room) {
@@ -274,6 +288,11 @@ impl Sandbox {
             ToSandbox::Audit => self.audit_entries(),
             ToSandbox::RecordRefused => self.record_refused(req).await,
             ToSandbox::Live => self.join(&req, url, room, claims).await,
+            ToSandbox::Terminal => self.join_terminal(&req, room, claims, arrived).await,
+            ToSandbox::TerminalScreen => self.terminal_screen(room, arrived).await,
+            ToSandbox::TerminalWrite(source) => {
+                self.write_terminal(req, room, source, arrived).await
+            }
             ToSandbox::Publish => self.publish(req).await,
             ToSandbox::HistoryExpired => self.history_expired(),
             ToSandbox::Generation => self.set_generation(req).await,
@@ -396,6 +415,7 @@ impl Sandbox {
     /// The room's history expired: the feed closes, and its tokens end.
     fn history_expired(&self) -> Result<Response, ApiError> {
         self.feed.close(&self.state, CloseReason::Expired)?;
+        Terminal::close(&self.state, CloseReason::Expired, None);
         self.generation.set(None)?;
         Ok(Response::empty()?)
     }
@@ -407,12 +427,14 @@ impl Sandbox {
         let generation = Some(generation.as_str()).filter(|g| !g.is_empty());
         self.generation.set(generation)?;
         self.feed.revoke(&self.state, generation);
+        Terminal::close(&self.state, CloseReason::Revoked, Some(generation));
         Ok(Response::empty()?)
     }
 
     /// The room is cleaned up: its feed, shell, files and audit go.
     async fn destroy(&self, room: &str) -> Result<Response, ApiError> {
         self.feed.close(&self.state, CloseReason::Deleted)?;
+        Terminal::close(&self.state, CloseReason::Deleted, None);
         self.generation.set(None)?;
         self.clock.forget();
         // The sandbox's jobs are stopped with it (sandboxd's, or the container).
@@ -487,6 +509,79 @@ impl Sandbox {
             .headers_mut()
             .set("sec-websocket-protocol", event::PROTOCOL)?;
         Ok(response)
+    }
+
+    /// Accepts a socket on the shared terminal (`sandbox::terminal`), the
+    /// sandbox started or woken first; any role watches, writers type.
+    async fn join_terminal(
+        &self,
+        req: &web_sys::Request,
+        room: &str,
+        claims: Option<&Claims>,
+        arrived: u64,
+    ) -> Result<Response, ApiError> {
+        let headers = req.headers();
+        let (upgrade, protocols) = (
+            headers.get("upgrade")?,
+            headers.get("sec-websocket-protocol")?,
+        );
+        event::check_upgrade_to(terminal::PROTOCOL, upgrade.as_deref(), protocols.as_deref())?;
+        self.touch(room, arrived).await?;
+        let sandboxd = self.sandboxd()?;
+        self.ready(&sandboxd, room, &sandbox_name(room), arrived, 0)
+            .await?;
+        let client = self.terminal().join(room, claims).await?;
+        let mut response = Response::from_websocket(client)?;
+        response
+            .headers_mut()
+            .set("sec-websocket-protocol", terminal::PROTOCOL)?;
+        Ok(response)
+    }
+
+    /// The shared terminal's screen as text, for `read_terminal`.
+    async fn terminal_screen(&self, room: &str, arrived: u64) -> Result<Response, ApiError> {
+        let sandboxd = self.sandboxd()?;
+        let name = sandbox_name(room);
+        self.ready(&sandboxd, room, &name, arrived, 0).await?;
+        let screen = sandboxd.terminal_screen(&name).await?;
+        let shown = serde_json::json!({
+            "cols": screen["cols"],
+            "rows": screen["rows"],
+            "text": screen["text"],
+        });
+        Ok(respond::json(200, &shown)?)
+    }
+
+    /// Keys an MCP client types into the shared terminal (`write_terminal`,
+    /// which the DuetAgent put to the room's policy), on record as a
+    /// writer's typing is.
+    async fn write_terminal(
+        &self,
+        req: web_sys::Request,
+        room: &str,
+        source: Source,
+        arrived: u64,
+    ) -> Result<Response, ApiError> {
+        let asked: serde_json::Value = serde_json::from_slice(&body::read(req).await?)
+            .map_err(|e| ApiError::BadJson(e.to_string()))?;
+        let text = |key: &str| asked[key].as_str().map(str::to_owned);
+        let keys = text("data").unwrap_or_default();
+        self.touch(room, arrived).await?;
+        let sandboxd = self.sandboxd()?;
+        let name = sandbox_name(room);
+        self.ready(&sandboxd, room, &name, arrived, 0).await?;
+        let echo = sandboxd.terminal_input(&name, &keys).await?;
+        let typed = Typed {
+            room: room.to_owned(),
+            name: text("userId"),
+            role: RoomRole::Writer,
+            source,
+            consent: consent(source, text("decidedBy"), text("rule")),
+        };
+        self.terminal()
+            .on_record(&self.state, &keys, echo, &typed)?;
+        let typed = serde_json::json!({ "bytes": keys.len(), "echo": echo });
+        Ok(respond::json(200, &typed)?)
     }
 
     /// Runs a command, waking or starting the sandbox first, and answers by
@@ -807,6 +902,18 @@ impl Sandbox {
     }
 
     /// What a job's follower needs, its own handles on it.
+    fn terminal(&self) -> Terminal {
+        Terminal {
+            raw: self.raw.clone().unchecked_into(),
+            env: self.env.clone(),
+            container: Rc::clone(&self.container),
+            feed: Rc::clone(&self.feed),
+            audit: Rc::clone(&self.audit),
+            idle_ms: self.timing.idle_ms,
+            shared: Rc::clone(&self.terminal),
+        }
+    }
+
     fn follower(&self) -> Follower {
         Follower {
             raw: self.raw.clone().unchecked_into(),
@@ -963,6 +1070,8 @@ impl Sandbox {
         self.sleeping.set(false);
         stopped?;
         self.saved.set_asleep(true)?;
+        // The terminal went with the sandbox; connecting again wakes it.
+        Terminal::asleep(&self.state);
         let bytes = self.saved.archive_bytes(Archive::Saved)?;
         log::lifecycle("sleep", "Sandbox", room, started, Some(bytes), note);
         Ok(Slept::Asleep)

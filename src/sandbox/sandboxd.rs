@@ -79,6 +79,8 @@ const INACTIVITY_MARGIN_SECONDS: u64 = 60;
 const PORT: u16 = 8080;
 /// Where requests to the container go; only the path matters.
 const CONTAINER_ORIGIN: &str = "http://sandboxd";
+/// How long a call about the shared terminal may take to be answered.
+const TERMINAL_MS: u64 = SANDBOXD_MARGIN_MS;
 /// How long renewing the inactivity timeout may take (a call to the
 /// runtime, not to the container).
 const RENEW_MS: u64 = 1_000;
@@ -228,6 +230,56 @@ impl<'a> Sandboxd<'a> {
         let path = format!("{}?from={from}", Route::JobOutput(name, id));
         self.call(Method::Get, &path, None, SANDBOXD_MARGIN_MS)
             .await
+    }
+
+    /// The shared terminal's screen (`duet_wire::terminal::Screen`),
+    /// starting the terminal if it has none; read through a `Value`.
+    pub async fn terminal_screen(&self, name: &str) -> Result<serde_json::Value, ApiError> {
+        let path = Route::Terminal(name).to_string();
+        let mut screen = self.call(Method::Get, &path, None, TERMINAL_MS).await?;
+        screen
+            .json()
+            .await
+            .map_err(|e| ApiError::SandboxFailed(format!("unexpected screen from sandboxd: {e}")))
+    }
+
+    /// The terminal's output stream from byte `from`, once sandboxd answers;
+    /// the stream itself lasts until `signal`'s controller ends it, or the
+    /// connection does.
+    pub async fn terminal_output(
+        &self,
+        name: &str,
+        from: u64,
+        signal: &AbortSignal,
+    ) -> Result<Response, ApiError> {
+        let path = format!("{}?from={from}", Route::TerminalOutput(name));
+        let sent = self.send_until(signal, Method::Get, &path, None, None, TERMINAL_MS);
+        match sent.await {
+            Some(Ok(response)) if response.status_code() == 200 => Ok(response),
+            Some(Ok(response)) => Err(refused(response).await),
+            Some(Err(e)) => Err(ApiError::SandboxFailed(format!(
+                "cannot reach sandboxd: {e}"
+            ))),
+            None => Err(ApiError::SandboxTimeout(TERMINAL_MS)),
+        }
+    }
+
+    /// Writes `keys` to the terminal; answers whether it echoed them.
+    pub async fn terminal_input(&self, name: &str, keys: &str) -> Result<bool, ApiError> {
+        let path = Route::TerminalInput(name).to_string();
+        let body = Some(JsValue::from_str(keys));
+        let mut typed = self.call(Method::Post, &path, body, TERMINAL_MS).await?;
+        let typed: serde_json::Value = typed.json().await.unwrap_or_default();
+        Ok(typed["echo"] != false)
+    }
+
+    /// Sizes the terminal (`duet_wire::terminal::TerminalSize`).
+    pub async fn terminal_size(&self, name: &str, cols: u16, rows: u16) -> Result<(), ApiError> {
+        let path = Route::TerminalSize(name).to_string();
+        let body = format!(r#"{{"cols":{cols},"rows":{rows}}}"#);
+        let body = Some(JsValue::from_str(&body));
+        self.call(Method::Put, &path, body, TERMINAL_MS).await?;
+        Ok(())
     }
 
     /// Whether the container is down: nothing started in it runs any more.
@@ -436,22 +488,38 @@ impl<'a> Sandboxd<'a> {
         limit_ms: u64,
     ) -> Option<worker::Result<Response>> {
         let controller = AbortController::default();
-        let signal = controller.signal();
+        let outcome = self
+            .send_until(&controller.signal(), method, path, body, headers, limit_ms)
+            .await;
+        if outcome.is_none() {
+            controller.abort();
+        }
+        outcome
+    }
+
+    /// As [`Self::send_within`], with the `signal` of a controller of the
+    /// caller's, which can end the request, its answer's body included, at
+    /// any time.
+    async fn send_until(
+        &self,
+        signal: &AbortSignal,
+        method: Method,
+        path: &str,
+        body: Option<JsValue>,
+        headers: Option<&Headers>,
+        limit_ms: u64,
+    ) -> Option<worker::Result<Response>> {
         let send = async {
-            let request = self.request(method, path, body, headers, &signal)?;
+            let request = self.request(method, path, body, headers, signal)?;
             match &self.place {
                 Place::Container(container) => {
                     container.get_tcp_port(PORT)?.fetch_request(request).await
                 }
                 // `send` alone would pass a null signal that overrides the request's.
-                Place::Url(_) => Fetch::Request(request).send_with_signal(&signal).await,
+                Place::Url(_) => Fetch::Request(request).send_with_signal(signal).await,
             }
         };
-        let outcome = timeout::within(limit_ms, send).await;
-        if outcome.is_none() {
-            controller.abort();
-        }
-        outcome
+        timeout::within(limit_ms, send).await
     }
 
     fn request(

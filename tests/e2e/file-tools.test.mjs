@@ -205,7 +205,7 @@ describe("file tools over MCP (official TypeScript SDK)", () => {
     const w = await connect(room, watcher);
     try {
       const { tools } = await w.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ["job_status", "read_file", "list_files", "read_history"]);
+      assert.deepEqual(tools.map((t) => t.name), ["job_status", "read_file", "list_files", "read_terminal", "read_history"]);
       const refused = await w.callTool({ name: "write_file", arguments: { path: "src/lib.rs", content: "pwned" } });
       assert.deepEqual([refused.isError, refused.content[0].text], [true, "write_file needs the writer role; this token gives watcher"]);
       const read = await w.callTool({ name: "read_file", arguments: { path: "src/lib.rs" } });

@@ -65,8 +65,8 @@ describe("each room is an MCP server", () => {
       const c = await connect(mcpUrl(room), writer);
       try {
         const { tools } = await c.listTools();
-        assert.deepEqual(tools.map((t) => t.name), ["run_command", "start_job", "job_status", "stop_job", "read_file", "list_files", "write_file", "edit_file", "read_history", "send_message"]);
-        assert.deepEqual(tools.map((t) => t.annotations.readOnlyHint), [false, false, true, false, true, true, false, false, true, false]);
+        assert.deepEqual(tools.map((t) => t.name), ["run_command", "start_job", "job_status", "stop_job", "read_file", "list_files", "write_file", "edit_file", "read_terminal", "write_terminal", "read_history", "send_message"]);
+        assert.deepEqual(tools.map((t) => t.annotations.readOnlyHint), [false, false, true, false, true, true, false, false, true, false, true, false]);
         const ran = await c.callTool({ name: "run_command", arguments: { command: "echo from-mcp; echo oops >&2; sh -c 'exit 3'" } });
         assert.equal(ran.isError, false, JSON.stringify(ran));
         assert.deepEqual([ran.structuredContent.exitCode, ran.structuredContent.stdout, ran.structuredContent.stderr], [3, "from-mcp\n", "oops\n"]);
@@ -120,7 +120,7 @@ describe("each room is an MCP server", () => {
       const c = await connect(mcpUrl(room), watcher);
       try {
         const { tools } = await c.listTools();
-        assert.deepEqual(tools.map((t) => t.name), ["job_status", "read_file", "list_files", "read_history"]);
+        assert.deepEqual(tools.map((t) => t.name), ["job_status", "read_file", "list_files", "read_terminal", "read_history"]);
         const refused = await c.callTool({ name: "run_command", arguments: { command: "echo no" } });
         assert.equal(refused.isError, true);
         assert.equal(refused.content[0].text, "run_command needs the writer role; this token gives watcher");
@@ -229,14 +229,14 @@ describe("each room is an MCP server", () => {
     const out = spawnSync(python, [script, mcpUrl(room), writer, watcherToken], { encoding: "utf8", timeout: 60_000 });
     assert.equal(out.status, 0, out.stderr);
     const said = JSON.parse(out.stdout);
-    assert.deepEqual(said.tools, ["run_command", "start_job", "job_status", "stop_job", "read_file", "list_files", "write_file", "edit_file", "read_history", "send_message"]);
+    assert.deepEqual(said.tools, ["run_command", "start_job", "job_status", "stop_job", "read_file", "list_files", "write_file", "edit_file", "read_terminal", "write_terminal", "read_history", "send_message"]);
     assert.match(said.started.id, /^j[0-9a-f]{16}$/);
     assert.deepEqual([said.started.cmd, said.started.state, said.started.source, said.started.startedBy], ["sleep 30", "running", "mcp", "py-agent"]);
     assert.deepEqual([said.status.id, said.status.state], [said.started.id, "running"]);
     assert.equal(said.stopped.state, "stopped");
     assert.deepEqual([said.exitCode, said.stdout], [0, "from-python\n"]);
     assert.deepEqual(said.history.map((m) => m.text), ["before python", "echo: before python"]);
-    assert.deepEqual(said.watcherTools, ["job_status", "read_file", "list_files", "read_history"]);
+    assert.deepEqual(said.watcherTools, ["job_status", "read_file", "list_files", "read_terminal", "read_history"]);
     assert.deepEqual(said.refused, { isError: true, text: "run_command needs the writer role; this token gives watcher" });
     const command = await feed.until((events) => events.find((e) => e.type === "command" && e.source === "mcp"));
     assert.deepEqual([command.cmd, command.askedBy], ["echo from-python", "py-agent"]);
@@ -270,7 +270,7 @@ describe("each room is an MCP server", () => {
     const old = await rpc(room, batch);
     assert.equal(old.status, 200);
     assert.deepEqual(old.json.map((r) => r.id), [1, 2]);
-    assert.equal(old.json[1].result.tools.length, 10);
+    assert.equal(old.json[1].result.tools.length, 12);
     const nine = await rpc(room, Array.from({ length: 9 }, (_, i) => request("ping", {}, i + 1)));
     assert.equal(nine.status, 400, "a batch holds at most 8 messages");
     assert.equal(nine.json.error.code, -32600);

@@ -17,6 +17,7 @@
 //! PUT    /v1/sandboxes/{name}/archive?timeoutMs=N  gzipped tar -> RestoreResult
 //! POST   /v1/sandboxes/{name}/jobs, …                jobs (see [`job`])
 //! GET    /v1/sandboxes/{name}/files?path=P, …        files (see [`file`])
+//! GET    /v1/sandboxes/{name}/terminal, …            the shared terminal (see [`terminal`])
 //! ```
 //!
 //! An archive's headers say what its restore will hold ([`ENTRIES_HEADER`],
@@ -35,6 +36,7 @@ pub mod file;
 pub mod job;
 mod route;
 pub mod stream;
+pub mod terminal;
 
 pub use archive::{
     restore_ms, RestoreResult, ENTRIES_HEADER, LEFT_OUT_HEADER, MAX_BYTES, RESTORE_BASE_MS,

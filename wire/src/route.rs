@@ -20,6 +20,12 @@ pub enum Route<'a> {
     JobOutput(&'a str, &'a str),
     /// The workspace's files, by the `path` query parameter.
     Files(&'a str),
+    /// The shared terminal: its screen, its output stream, what is typed
+    /// into it, its size.
+    Terminal(&'a str),
+    TerminalOutput(&'a str),
+    TerminalInput(&'a str),
+    TerminalSize(&'a str),
 }
 
 const SANDBOXES: &str = "/v1/sandboxes/";
@@ -39,6 +45,10 @@ impl<'a> Route<'a> {
             Some((name, "archive")) => Some(Route::Archive(name)),
             Some((name, "jobs")) => Some(Route::Jobs(name)),
             Some((name, "files")) => Some(Route::Files(name)),
+            Some((name, "terminal")) => Some(Route::Terminal(name)),
+            Some((name, "terminal/output")) => Some(Route::TerminalOutput(name)),
+            Some((name, "terminal/input")) => Some(Route::TerminalInput(name)),
+            Some((name, "terminal/size")) => Some(Route::TerminalSize(name)),
             Some((name, rest)) => match rest.strip_prefix("jobs/")?.split_once('/') {
                 None => Some(Route::Job(name, rest.strip_prefix("jobs/")?)),
                 Some((id, "output")) => Some(Route::JobOutput(name, id)),
@@ -61,6 +71,10 @@ impl fmt::Display for Route<'_> {
             Route::Job(name, id) => write!(f, "{SANDBOXES}{name}/jobs/{id}"),
             Route::JobOutput(name, id) => write!(f, "{SANDBOXES}{name}/jobs/{id}/output"),
             Route::Files(name) => write!(f, "{SANDBOXES}{name}/files"),
+            Route::Terminal(name) => write!(f, "{SANDBOXES}{name}/terminal"),
+            Route::TerminalOutput(name) => write!(f, "{SANDBOXES}{name}/terminal/output"),
+            Route::TerminalInput(name) => write!(f, "{SANDBOXES}{name}/terminal/input"),
+            Route::TerminalSize(name) => write!(f, "{SANDBOXES}{name}/terminal/size"),
         }
     }
 }
@@ -105,6 +119,7 @@ mod tests {
         );
         assert_eq!(Route::parse("/v1/sandboxes/r1/jobs/j-1/x"), None);
         assert_eq!(Route::parse("/v1/sandboxes/r1/jobs/j-1/output/x"), None);
+        assert_eq!(Route::parse("/v1/sandboxes/r1/terminal/x"), None);
     }
 
     #[test]
@@ -120,6 +135,10 @@ mod tests {
             Route::Job(name, "j1"),
             Route::JobOutput(name, "j1"),
             Route::Files(name),
+            Route::Terminal(name),
+            Route::TerminalOutput(name),
+            Route::TerminalInput(name),
+            Route::TerminalSize(name),
         ] {
             assert_eq!(Route::parse(&route.to_string()), Some(route));
         }

@@ -10,4 +10,5 @@ mod kept;
 mod limits;
 mod shell;
 mod stream;
+mod terminal;
 mod wake;

@@ -68,11 +68,11 @@ export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true
   };
 }
 
-/** Sends a WebSocket upgrade by hand (a `Host` in `headers` replaces the real one) and answers the status line and the body. */
-export function upgrade(base, room, headers, query = "") {
+/** Sends a WebSocket upgrade by hand to the room's feed, or its `route` (a `Host` in `headers` replaces the real one), and answers the status line and the body. */
+export function upgrade(base, room, headers, query = "", route = "live") {
   const { hostname, port } = new URL(base);
   const host = Object.keys(headers).some((name) => name.toLowerCase() === "host") ? [] : [`Host: ${hostname}:${port}`];
-  const lines = [`GET /api/rooms/${room}/live${query} HTTP/1.1`, ...host, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="];
+  const lines = [`GET /api/rooms/${room}/${route}${query} HTTP/1.1`, ...host, "Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="];
   for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), hostname, () => socket.write(`${lines.join("\r\n")}\r\n\r\n`));

@@ -1,16 +1,15 @@
-//! The newest output of a job, as bytes, and the pieces its output events
-//! carry.
+//! The newest output of a job or of a terminal, as bytes, and the pieces
+//! its output events carry.
 //!
-//! Offsets count every byte the job printed, so a reader can say where it
-//! stopped. What is kept is the newest [`JOB_OUTPUT_KEPT_BYTES`] at most,
-//! trimmed from the front to start at a character (so text made of it never
-//! begins with half of one). Bytes stay bytes until a piece is cut: a
-//! piece ends between characters and its text is at most
-//! [`OUTPUT_EVENT_BYTES`], bytes that are not UTF-8 becoming U+FFFD.
+//! Offsets count every byte printed, so a reader can say where it stopped.
+//! What is kept is the newest `capacity` bytes at most, trimmed from the
+//! front to start at a character (so text made of it never begins with
+//! half of one). Bytes stay bytes until a piece is cut: a piece ends
+//! between characters and its text is at most [`OUTPUT_EVENT_BYTES`],
+//! bytes that are not UTF-8 becoming U+FFFD.
 
 use std::collections::VecDeque;
 
-use duet_wire::job::JOB_OUTPUT_KEPT_BYTES;
 use duet_wire::stream::OUTPUT_EVENT_BYTES;
 
 use crate::output::incomplete_utf8_tail;
@@ -19,9 +18,10 @@ use crate::output::incomplete_utf8_tail;
 /// to reach the start of one.
 const MAX_CHAR_BYTES: usize = 4;
 
-#[derive(Default)]
 pub struct Kept {
     bytes: VecDeque<u8>,
+    /// The most bytes kept.
+    capacity: usize,
     /// All bytes ever added.
     total: u64,
 }
@@ -35,20 +35,29 @@ pub struct Piece {
 }
 
 impl Kept {
+    /// Keeps the newest `capacity` bytes.
+    pub fn new(capacity: usize) -> Self {
+        Kept {
+            bytes: VecDeque::new(),
+            capacity,
+            total: 0,
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.total
     }
 
     /// The offset of the oldest byte kept.
-    fn start(&self) -> u64 {
+    pub fn start(&self) -> u64 {
         self.total - self.bytes.len() as u64
     }
 
     pub fn add(&mut self, bytes: &[u8]) {
         self.bytes.extend(bytes);
         self.total += bytes.len() as u64;
-        if self.bytes.len() > JOB_OUTPUT_KEPT_BYTES {
-            let mut cut = self.bytes.len() - JOB_OUTPUT_KEPT_BYTES;
+        if self.bytes.len() > self.capacity {
+            let mut cut = self.bytes.len() - self.capacity;
             let bound = (cut + MAX_CHAR_BYTES - 1).min(self.bytes.len());
             while cut < bound && is_continuation(self.bytes[cut]) {
                 cut += 1;
@@ -58,14 +67,20 @@ impl Kept {
     }
 
     /// The next piece from offset `from` (from the oldest byte kept if that
-    /// is later), or `None` if there is none yet. Unless `whole`, a
-    /// character whose last bytes have not come yet waits for them.
-    pub fn piece(&self, from: u64, whole: bool) -> Option<Piece> {
-        let offset = from.max(self.start());
-        let skip = usize::try_from(offset - self.start()).ok()?;
-        let end = self.bytes.len().min(skip + OUTPUT_EVENT_BYTES);
+    /// is later) that ends at offset `to` at the latest, or `None` if there
+    /// is none yet. Unless `whole`, a character whose last bytes have not
+    /// come yet (it is cut at `to`) waits for them.
+    pub fn piece(&self, from: u64, to: u64, whole: bool) -> Option<Piece> {
+        let start = self.start();
+        let offset = from.max(start);
+        let skip = usize::try_from(offset - start).ok()?;
+        let until = usize::try_from(to.min(self.total).saturating_sub(start)).ok()?;
+        if skip >= until {
+            return None;
+        }
+        let end = until.min(skip + OUTPUT_EVENT_BYTES);
         let mut raw: Vec<u8> = self.bytes.range(skip..end).copied().collect();
-        if !whole || end < self.bytes.len() {
+        if !whole || end < until {
             raw.truncate(raw.len() - incomplete_utf8_tail(&raw));
         }
         let (used, data) = text_piece(&raw);
@@ -112,10 +127,12 @@ fn text_piece(raw: &[u8]) -> (usize, String) {
 mod tests {
     use super::*;
 
+    const CAPACITY: usize = 1024 * 1024;
+
     /// Every piece from `from` on, as a reader of an ended job gets them.
     fn read_all(kept: &Kept, mut from: u64) -> Vec<Piece> {
         let mut pieces = Vec::new();
-        while let Some(piece) = kept.piece(from, true) {
+        while let Some(piece) = kept.piece(from, kept.total(), true) {
             from = piece.offset + piece.bytes;
             pieces.push(piece);
         }
@@ -124,7 +141,7 @@ mod tests {
 
     #[test]
     fn pieces_add_up_and_fit_an_event() {
-        let mut kept = Kept::default();
+        let mut kept = Kept::new(CAPACITY);
         let text = "é".repeat(OUTPUT_EVENT_BYTES);
         kept.add(text.as_bytes());
         let pieces = read_all(&kept, 0);
@@ -138,14 +155,14 @@ mod tests {
 
     #[test]
     fn a_split_character_waits_for_its_end_while_the_job_runs() {
-        let mut kept = Kept::default();
+        let mut kept = Kept::new(CAPACITY);
         let euro = "€".as_bytes();
         kept.add(&[b'a', euro[0]]);
-        let piece = kept.piece(0, false).expect("piece");
+        let piece = kept.piece(0, kept.total(), false).expect("piece");
         assert_eq!((piece.bytes, piece.data.as_str()), (1, "a"));
-        assert_eq!(kept.piece(1, false), None);
+        assert_eq!(kept.piece(1, kept.total(), false), None);
         kept.add(&euro[1..]);
-        let piece = kept.piece(1, false).expect("piece");
+        let piece = kept.piece(1, kept.total(), false).expect("piece");
         assert_eq!(
             (piece.offset, piece.bytes, piece.data.as_str()),
             (1, 3, "€")
@@ -153,8 +170,23 @@ mod tests {
     }
 
     #[test]
+    fn a_piece_ends_at_its_bound() {
+        let mut kept = Kept::new(CAPACITY);
+        kept.add(b"before|after");
+        let piece = kept.piece(0, 7, true).expect("piece");
+        assert_eq!(
+            (piece.offset, piece.bytes, piece.data.as_str()),
+            (0, 7, "before|")
+        );
+        assert_eq!(kept.piece(7, 7, true), None);
+        let piece = kept.piece(7, kept.total(), true).expect("piece");
+        assert_eq!(piece.data, "after");
+        assert_eq!(kept.piece(kept.total() + 5, kept.total(), true), None);
+    }
+
+    #[test]
     fn bad_bytes_become_replacement_characters_and_count_as_bytes() {
-        let mut kept = Kept::default();
+        let mut kept = Kept::new(CAPACITY);
         kept.add(&[0xFF; OUTPUT_EVENT_BYTES]);
         let pieces = read_all(&kept, 0);
         assert!(pieces.iter().all(|p| p.data.len() <= OUTPUT_EVENT_BYTES));
@@ -164,18 +196,18 @@ mod tests {
 
     #[test]
     fn keeps_the_newest_from_a_character_start() {
-        let mut kept = Kept::default();
+        let mut kept = Kept::new(CAPACITY);
         kept.add(b"x");
-        kept.add("€".repeat(JOB_OUTPUT_KEPT_BYTES / 3 + 1).as_bytes());
+        kept.add("€".repeat(CAPACITY / 3 + 1).as_bytes());
         // The bound falls inside the first character kept: the rest of it
         // goes too.
-        assert_eq!(kept.total(), JOB_OUTPUT_KEPT_BYTES as u64 + 3);
-        assert_eq!(kept.bytes.len(), JOB_OUTPUT_KEPT_BYTES - 1);
-        let first = kept.piece(0, true).expect("piece");
+        assert_eq!(kept.total(), CAPACITY as u64 + 3);
+        assert_eq!(kept.bytes.len(), CAPACITY - 1);
+        let first = kept.piece(0, kept.total(), true).expect("piece");
         assert_eq!(first.offset, 4);
         assert!(first.data.starts_with('€'));
         // A reader asking for what is still kept gets exactly that.
-        let later = kept.piece(7, true).expect("piece");
+        let later = kept.piece(7, kept.total(), true).expect("piece");
         assert_eq!(later.offset, 7);
     }
 }

@@ -36,7 +36,8 @@
 //! (creating it first if missing), so every directory above an entry is a
 //! real one, made by the restore or found as a directory; files, fifos and
 //! symlinks are created anew (`O_CREAT | O_EXCL` and the like), never
-//! opened through a link. A name that is a symlink ends the restore; a
+//! opened through a link. A name that is a symlink ends the restore, and so
+//! does a directory moved away each time it is made; a
 //! directory moved after it was opened is still the one written to, which
 //! gives those processes nothing they could not write themselves. Refused:
 //! * absolute paths and paths with a `..` component;
@@ -823,15 +824,27 @@ impl Unpacker<'_> {
 
 /// Opens the directory `name` in `dir` (`at` in the archive), creating it
 /// first if missing and `make`; refuses a symlink or anything else there.
+/// A process of the sandbox may move a directory away between its making
+/// and its opening: it is made again, [`MAKE_TRIES`] times at most.
 fn enter(dir: &Dir, name: &OsStr, at: &Path, make: bool) -> Result<Dir, Fault> {
-    let opened = match dir.open_dir(name) {
-        Err(e) if make && e.kind() == io::ErrorKind::NotFound => match dir.make_dir(name, 0o777) {
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-            _ => dir.open_dir(name),
-        },
-        opened => opened,
+    let mut tries = 0;
+    let opened = loop {
+        match dir.open_dir(name) {
+            Err(e) if make && e.kind() == io::ErrorKind::NotFound && tries < MAKE_TRIES => {
+                tries += 1;
+                match dir.make_dir(name, 0o777) {
+                    Err(e) if e.kind() != io::ErrorKind::AlreadyExists => break Err(e),
+                    _ => continue,
+                }
+            }
+            opened => break opened,
+        }
     };
     opened.map_err(|e| match e.raw_os_error() {
+        Some(libc::ENOENT) if make => Fault::Refused(format!(
+            "{} was moved away while it was restored",
+            at.display()
+        )),
         Some(libc::ELOOP | libc::ENOTDIR) => {
             let what = match dir.kind(name) {
                 Ok(Kind::Symlink) => "a symlink",
@@ -842,6 +855,9 @@ fn enter(dir: &Dir, name: &OsStr, at: &Path, make: bool) -> Result<Dir, Fault> {
         _ => Fault::Io(e),
     })
 }
+
+/// How often a directory moved away as it is made is made again.
+const MAKE_TRIES: u32 = 8;
 
 /// The last name of a path that has one.
 fn file_name(path: &Path) -> Result<&OsStr, Fault> {

@@ -6,13 +6,16 @@
 // screen shows a full-screen program as it is; Ctrl-C, `read`, a resize,
 // the shell exiting and coming back; what typing leaves on record (the
 // feed's `terminal_input`, the audit, nothing of what was typed unechoed);
-// the upgrade's refusals; DELETE of the room closing every socket (4410).
+// the upgrade's refusals; DELETE of the room closing every socket (4410);
+// MCP's read_terminal and write_terminal; and the terminal in a container
+// on the real Docker engine.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
+import { startContainerWorker } from "./support/engine.mjs";
 import { protocols, upgrade, watch } from "./support/feed.mjs";
 import { bearer, invite } from "./support/rooms.mjs";
 import { startStack } from "./support/stack.mjs";
@@ -20,9 +23,9 @@ import { startStack } from "./support/stack.mjs";
 const SERVICE = "service-token-for-the-terminal";
 const PROTOCOL = "duet.term.v1";
 
-/** A client of the room's terminal with `token`: every frame it got, in order. */
+/** A client of the room's terminal, with `token` if given: every frame it got, in order. */
 function terminal(base, room, token) {
-  const offered = [PROTOCOL, protocols(token)[1]];
+  const offered = token ? [PROTOCOL, protocols(token)[1]] : [PROTOCOL];
   const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/terminal`, offered);
   const frames = [];
   const waiters = [];
@@ -252,5 +255,32 @@ describe("the shared terminal", () => {
       await watcher.close();
       ana.close();
     }
+  });
+});
+
+describe("the shared terminal in a container, on a Docker engine", () => {
+  let stack;
+  before(async () => {
+    stack = await startContainerWorker("terminal");
+  });
+  after(() => stack?.stop());
+
+  test("a login shell under a PTY in the room's container: typed into, its screen for a late joiner, gone with the room", async () => {
+    const room = randomUUID();
+    const { worker } = stack;
+    // Open mode: everyone is an owner, and no token is needed.
+    const ana = terminal(worker.url, room);
+    await ana.opened;
+    ana.type("echo in-$((6*7))-container; tty\r");
+    await ana.sees("in-42-container", 30_000);
+    await ana.until(() => /\/dev\/pts\/\d+/.test(ana.output()));
+    const late = terminal(worker.url, room);
+    await late.opened;
+    const screen = await late.until(() => late.frames[0]);
+    assert.match(screen.data, /in-42-container/);
+    assert.equal((await worker.api("DELETE", `/api/rooms/${room}`)).status, 200);
+    const closed = await ana.until(() => ana.frames.find((f) => f.type === "closed"));
+    assert.equal(closed.reason, "deleted");
+    late.close();
   });
 });

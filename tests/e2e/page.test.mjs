@@ -23,7 +23,9 @@
 // a download of exactly its bytes, and uploads into the folder open (the
 // worker's refusal shown); a watcher's shows the files, a link that leads
 // to a folder as one and one that leads outside as refused, HTML as text,
-// and no upload.
+// and no upload. The shared terminal: what a writer's page types every
+// page shows; a watcher's page sends nothing; a dropped socket comes back.
+// The command log names who ran each command.
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -41,18 +43,27 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // As a sandboxed machine runs it: no GPU, no network but loopback, no setuid sandbox as root.
 const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
-/** Records the page's sockets: how many events each received, and how it closed. */
+/**
+ * Records the page's sockets: how many events each received, what it sent,
+ * and how it closed; the feed's in `sockets`, the shared terminal's in
+ * `termSockets`.
+ */
 function recordSockets() {
   const Native = WebSocket;
   window.sockets = [];
+  window.termSockets = [];
   window.WebSocket = class extends Native {
     constructor(...args) {
       super(...args);
-      const record = { socket: this, events: 0, opened: false, closes: [] };
-      window.sockets.push(record);
+      const record = (this.record = { socket: this, events: 0, opened: false, closes: [], sent: [] });
+      (String(args[0]).includes("/terminal") ? window.termSockets : window.sockets).push(record);
       this.addEventListener("open", () => (record.opened = true));
       this.addEventListener("message", () => record.events++);
       this.addEventListener("close", (e) => record.closes.push(e.code));
+    }
+    send(data) {
+      this.record.sent.push(data);
+      super.send(data);
     }
   };
 }
@@ -114,7 +125,7 @@ describe("the web page", () => {
     }
     await b.page.waitForFunction(() => terminalText().includes("[exit 0]"));
     assert.ok(seen["3"] - seen["1"] >= 1500, `lines arrived ${seen["3"] - seen["1"]} ms apart: they stream`);
-    assert.equal(await terminal(b.page), "$ for i in 1 2 3; do echo $i; sleep 1; done\n1\n2\n3\n[exit 0]");
+    assert.equal(await terminal(b.page), "ana ran: for i in 1 2 3; do echo $i; sleep 1; done\n1\n2\n3\n[exit 0]");
     assert.deepEqual([...a.errors, ...b.errors], []);
 
     // The picture in the README.
@@ -204,19 +215,19 @@ describe("the web page", () => {
     assert.equal(
       await terminal(page),
       [
-        String.raw`$ printf '\033[31mred\033[0m plain\n'`, "red plain", "[exit 0]",
-        String.raw`$ printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'`, "progress 100%", "[exit 0]",
-        "$ printf 'no newline'", "no newline", "[exit 0]",
-        "$ echo warned >&2; (exit 3)", "warned", "[exit 3]",
+        String.raw`someone ran: printf '\033[31mred\033[0m plain\n'`, "red plain", "[exit 0]",
+        String.raw`someone ran: printf 'progress 10%%\rprogress 50%%\rprogress 100%%\n'`, "progress 100%", "[exit 0]",
+        "someone ran: printf 'no newline'", "no newline", "[exit 0]",
+        "someone ran: echo warned >&2; (exit 3)", "warned", "[exit 3]",
       ].join("\n"),
     );
     // xterm.js's DOM renderer: a cell's colour is a class of its span, the
     // theme's red for ANSI red and for stderr. It draws on the next
     // animation frame, after the buffer read above: wait for the last row.
-    await page.waitForFunction(() => [...document.querySelectorAll(".xterm-rows span")].some((s) => s.textContent === "warned"));
-    const red = await page.$$eval(".xterm-rows span", (spans) => spans.filter((s) => ["red", "warned"].includes(s.textContent)).map((s) => [s.textContent, s.className, getComputedStyle(s).color]));
+    await page.waitForFunction(() => [...document.querySelectorAll("#term .xterm-rows span")].some((s) => s.textContent === "warned"));
+    const red = await page.$$eval("#term .xterm-rows span", (spans) => spans.filter((s) => ["red", "warned"].includes(s.textContent)).map((s) => [s.textContent, s.className, getComputedStyle(s).color]));
     assert.deepEqual(red, [["red", "xterm-fg-1", "rgb(255, 123, 114)"], ["warned", "xterm-fg-1", "rgb(255, 123, 114)"]]);
-    const rows = await page.$$eval(".xterm-rows > div", (divs) => divs.map((d) => d.textContent.trimEnd()));
+    const rows = await page.$$eval("#term .xterm-rows > div", (divs) => divs.map((d) => d.textContent.trimEnd()));
     assert.deepEqual(rows.filter((r) => r.startsWith("progress")), ["progress 100%"], "only the bar's last state is drawn");
     assert.deepEqual(errors, []);
   });
@@ -232,7 +243,7 @@ describe("the web page", () => {
     await exec(room, "echo with both open");
     for (const { page } of [early, late]) await ended(page, 3);
     const [a, b] = [await terminal(early.page), await terminal(late.page)];
-    assert.match(a, /^\$ printf .*\nfirst\n\[exit 0\]\n\$ for i .*\ndone\n\[exit 0\]\n\$ echo with both open\nwith both open\n\[exit 0\]$/);
+    assert.match(a, /^someone ran: printf .*\nfirst\n\[exit 0\]\nsomeone ran: for i .*\ndone\n\[exit 0\]\nsomeone ran: echo with both open\nwith both open\n\[exit 0\]$/);
     assert.equal(b, a);
     assert.deepEqual([...early.errors, ...late.errors], []);
   });
@@ -250,7 +261,7 @@ describe("the web page", () => {
     await statusIs(page, "live");
     await exec(room, "echo after");
     await ended(page, 5);
-    const lines = (await terminal(page)).split("\n").filter((l) => !l.startsWith("$") && !l.startsWith("["));
+    const lines = (await terminal(page)).split("\n").filter((l) => !l.startsWith("someone ran: ") && !l.startsWith("["));
     assert.deepEqual(lines, ["before", "meanwhile-1", "meanwhile-2", "meanwhile-3", "after"]);
     const urls = await page.evaluate(() => window.sockets.map((s) => s.socket.url));
     assert.equal(urls.length, 2, "one reconnect");
@@ -291,7 +302,7 @@ describe("the web page", () => {
     const writing = { type: "delta", seq: 7, exchange: "x1", round: 1, text: "Let me" };
     send(first, hello(7, false, [{ role: "user", userId: "ana", text: "hi", ts: 1764400000000 }], [...command(4, "c1", "echo one", "one"), writing]));
     await statusIs(page, "live");
-    await shows("$ echo one\none\n[exit 0]");
+    await shows("someone ran: echo one\none\n[exit 0]");
     assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
     send(first, { type: "pong" }, { type: "heartbeat", seq: 7 });
     await until("the ack", () => first.sent.includes('{"type":"ack","seq":7}'), 5_000);
@@ -306,12 +317,12 @@ describe("the web page", () => {
     const second = await socket(2);
     assert.match(second.url, /\?since=7$/);
     send(second, hello(7, true), ...command(8, "c2", "echo two", "two"));
-    await shows("$ echo one\none\n[exit 0]\n$ echo two\ntwo\n[exit 0]");
+    await shows("someone ran: echo one\none\n[exit 0]\nsomeone ran: echo two\ntwo\n[exit 0]");
     assert.equal(await page.textContent("#chat"), "ana: hiagent: Let me");
 
     // Resumed too late: a gap, and the hello after it is the whole truth.
     send(second, { type: "gap", seq: 3, since: 10 }, hello(3, false, [], command(1, "c9", "echo nine", "nine")));
-    await shows("$ echo nine\nnine\n[exit 0]");
+    await shows("someone ran: echo nine\nnine\n[exit 0]");
     assert.equal(await page.textContent("#chat"), "");
 
     // Gone quiet (4408): back with since again; then the room is deleted (4410): no more.
@@ -563,7 +574,7 @@ describe("the web page with DUET_API_TOKEN", () => {
     await entry(writer, "echo two").getByRole("button", { name: "Deny" }).click();
     await entry(watcher, "echo two").getByText("denied by bo").waitFor();
     await watcher.page.waitForFunction(() => document.getElementById("chat").textContent.includes("Done."), null, { timeout: 10_000 });
-    assert.match(await terminal(watcher.page), /\$ echo one\none\n\[exit 0\]$/, "the denied one did not run");
+    assert.match(await terminal(watcher.page), /agent ran: echo one\none\n\[exit 0\]$/, "the denied one did not run");
 
     await owner.page.selectOption("#mode", "off");
     await writer.page.waitForFunction(() => document.getElementById("mode").value === "off");
@@ -679,6 +690,93 @@ describe("the web page with DUET_API_TOKEN", () => {
     await page.waitForFunction(() => terminalText("job-term") === "$ echo late\nlate\n[exited, code 0]");
     assert.deepEqual(await entryOf(page, "echo late"), ["echo late", "exited (code 0)", "started by bo at T"]);
     assert.deepEqual([watcher, writer].flatMap((p) => [...p.prompts, ...p.errors]), []);
+  });
+
+  /** The shared terminal's text on a page, one line per line; a wait until one of its lines is `line`. */
+  const shellText = (page) => page.evaluate(() => terminalText("shell"));
+  const shellLine = (page, line) => page.waitForFunction((l) => terminalText("shell").split("\n").includes(l), line, { timeout: 10_000 });
+  /** The frames a page sent on its shared terminal's sockets, parsed. */
+  const shellSent = (page) => page.evaluate(() => window.termSockets.flatMap((s) => s.sent.map((f) => JSON.parse(f))));
+
+  test("the shared terminal: a writer's page types into the room's shell and every page sees it; a watcher's keys send nothing", async () => {
+    const room = randomUUID();
+    const ana = await invited(room, "writer", "ana");
+    const bo = await invited(room, "writer", "bo");
+    const wes = await invited(room, "watcher", "wes");
+    const pages = [ana, bo, wes];
+    for (const { page } of pages) await page.waitForFunction(() => window.termSockets[0]?.opened && terminalText("shell") !== "", null, { timeout: 10_000 });
+    assert.equal(await ana.page.textContent("#shell-note"), "everyone in the room sees what you type");
+    assert.equal(await wes.page.textContent("#shell-note"), "watching: only writers type");
+
+    // Ana types; bo's page says so while she does.
+    const boSeesTyping = bo.page.waitForFunction(() => document.getElementById("typing").textContent === "ana is typing…" && document.getElementById("typing").classList.contains("on"), null, { timeout: 10_000 });
+    await ana.page.click("#shell");
+    await ana.page.keyboard.type("echo term-$((6*7))");
+    await ana.page.keyboard.press("Enter");
+    for (const { page } of pages) await shellLine(page, "term-42");
+    await boSeesTyping;
+    // Focused, her page sent its box's size first; the shell has it.
+    const sent = await shellSent(ana.page);
+    const resize = sent.find((f) => f.type === "resize");
+    assert.ok(resize && resize.cols > 20 && resize.rows > 5, JSON.stringify(sent.slice(0, 3)));
+    assert.ok(sent.findIndex((f) => f.type === "resize") < sent.findIndex((f) => f.type === "input"), "the size before the first key");
+    assert.equal(sent.filter((f) => f.type === "input").map((f) => f.data).join(""), "echo term-$((6*7))\r");
+    await ana.page.keyboard.type("stty size");
+    await ana.page.keyboard.press("Enter");
+    await shellLine(bo.page, `${resize.rows} ${resize.cols}`);
+
+    // The watcher's keys: nothing sent, nothing reaches the shell, its socket stays open.
+    await wes.page.click("#shell");
+    await wes.page.keyboard.type("echo from-watcher");
+    await wes.page.keyboard.press("Enter");
+    await sleep(1000);
+    assert.ok(!(await shellText(ana.page)).includes("from-watcher"), "nothing the watcher typed reached the shell");
+    assert.deepEqual((await shellSent(wes.page)).filter((f) => f.type !== "ping"), [], "the watcher's page sent nothing");
+    assert.deepEqual(await wes.page.evaluate(() => window.termSockets.map((s) => [s.socket.readyState, s.closes])), [[WebSocket.OPEN, []]]);
+    // ...and still shows what the writers type.
+    await bo.page.click("#shell");
+    await bo.page.keyboard.type("echo from-bo");
+    await bo.page.keyboard.press("Enter");
+    await shellLine(wes.page, "from-bo");
+    assert.deepEqual(pages.flatMap((p) => [...p.prompts, ...p.errors]), []);
+  });
+
+  test("the shared terminal comes back when its socket drops", async () => {
+    const room = randomUUID();
+    const ana = await invited(room, "writer", "ana");
+    const { page } = ana;
+    await page.waitForFunction(() => window.termSockets[0]?.opened, null, { timeout: 10_000 });
+    await page.click("#shell");
+    await page.keyboard.type("echo before-$((1+1))");
+    await page.keyboard.press("Enter");
+    await shellLine(page, "before-2");
+    await page.evaluate(() => window.termSockets[0].socket.close());
+    await page.waitForFunction(() => window.termSockets.length === 2 && window.termSockets[1].opened, null, { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById("shell-note").textContent === "everyone in the room sees what you type");
+    // The new socket's screen redraws what was there.
+    await shellLine(page, "before-2");
+    await page.keyboard.type("echo after-$((2+2))");
+    await page.keyboard.press("Enter");
+    await shellLine(page, "after-4");
+    assert.deepEqual([...ana.prompts, ...ana.errors], []);
+  });
+
+  test("the command log names who ran each command: a person's exec, a writer's page, the agent", async () => {
+    const room = randomUUID();
+    const bo = await invited(room, "writer", "bo");
+    const { page } = bo;
+    const exec = await worker.api("POST", `/api/rooms/${room}/sandbox/exec`, { cmd: "echo by-ana", userId: "ana" }, { authorization: `Bearer ${TOKEN}` });
+    assert.equal(exec.status, 200, exec.text);
+    await page.waitForFunction(() => terminalText().includes("by-ana\n[exit 0]"), null, { timeout: 10_000 });
+    await page.getByLabel("Shell command").fill("echo by-bo");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => terminalText().includes("by-bo\n[exit 0]"), null, { timeout: 10_000 });
+    await page.getByLabel("Message to the agent").fill("steps echo by-the-agent");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => terminalText().includes("by-the-agent\n[exit 0]"), null, { timeout: 10_000 });
+    assert.equal(await terminal(page), ["ana ran: echo by-ana", "by-ana", "[exit 0]", "bo ran: echo by-bo", "by-bo", "[exit 0]", "agent ran: echo by-the-agent", "by-the-agent", "[exit 0]"].join("\n"));
+    assert.equal(await shellText(page).then((t) => t.includes("by-ana")), false, "the command log is not the shared terminal");
+    assert.deepEqual([...bo.prompts, ...bo.errors], []);
   });
 
   /** The room's file routes, as the service token: raw bytes in, status and bytes (and JSON) out. */

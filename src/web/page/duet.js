@@ -1,9 +1,11 @@
 // The page's script. The home page enters or creates a room. The room page
 // renders the room's live feed (GET /api/rooms/{id}/live, a WebSocket) and
 // sends messages and commands through the plain HTTP routes. The sandbox's
-// commands show in a read-only terminal (xterm.js, loaded by the room page
-// only), so colours, `\r` progress bars and cursor movement look as they
-// would in a terminal. The page remembers the last `seq` the feed sent and,
+// commands show in a read-only terminal, the command log (xterm.js, loaded
+// by the room page only), each named by who ran it, so colours, `\r`
+// progress bars and cursor movement look as they would in a terminal.
+// Above it, the shared terminal: the room's one shell, on a socket of its
+// own (GET …/terminal), typed into by writers and owners. The page remembers the last `seq` the feed sent and,
 // when its socket drops, says it is offline and reconnects by itself with
 // `?since=` that `seq`: the feed then sends what was missed, or says to
 // start afresh (a `hello` that is not `resumed`, with the history and the
@@ -34,9 +36,10 @@
 // (the token may be a header, which a plain link cannot send). Writers and
 // owners get a file input that uploads into the folder open or selected.
 //
-// One global, for tests and the console: `terminalText()`, the terminal's
-// text, one line per line (however it wraps on screen), what is scrolled
-// out of view included; `terminalText("job-term")` is the job's.
+// One global, for tests and the console: `terminalText()`, the command
+// log's text, one line per line (however it wraps on screen), what is
+// scrolled out of view included; `terminalText("shell")` is the shared
+// terminal's, `terminalText("job-term")` the job's.
 "use strict";
 if (document.body.dataset.page === "home") home();
 else room();
@@ -55,21 +58,7 @@ function home() {
 // printed too, and `end` writes how something ended, in grey. `clear`
 // empties it; `text` reads it.
 async function terminal(box) {
-  const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
-  const css = getComputedStyle(document.documentElement), colour = (name) => css.getPropertyValue(name).trim();
-  const term = new Terminal({
-    disableStdin: true,
-    convertEol: true,
-    scrollback: 5000,
-    // Screen readers get the text: the rows drawn are hidden from them.
-    screenReaderMode: true,
-    fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
-    fontSize: 13,
-    theme: { background: colour("--term-bg"), foreground: colour("--term-fg"), green: "#7ee787", red: "#ff7b72", brightBlack: "#8b949e" },
-  });
-  const fit = new FitAddon();
-  term.loadAddon(fit);
-  term.open(box);
+  const { term, fit, text } = await xterm(box, { disableStdin: true, convertEol: true, scrollback: 5000 });
   fit.fit();
   new ResizeObserver(() => fit.fit()).observe(box);
   // Whether the last output left its line unfinished: the next line of
@@ -79,19 +68,11 @@ async function terminal(box) {
     term.write(`${open ? "\n" : ""}\x1b[0;${colour}m${text}\x1b[0m\n`);
     open = false;
   };
-  const text = () => {
-    const buffer = term.buffer.active, rows = [];
-    for (let i = 0; i < buffer.length; i++) {
-      const row = buffer.getLine(i), wraps = buffer.getLine(i + 1)?.isWrapped;
-      rows.push((row.isWrapped ? rows.pop() ?? "" : "") + row.translateToString(!wraps));
-    }
-    return rows.join("\n").trimEnd();
-  };
   return {
     text,
     end: (what) => line(`[${what}]`, 90),
     show(e) {
-      if (e.type === "command") line(`$ ${printable(e.cmd)}`, 32);
+      if (e.type === "command") line(`${e.source ? `${ranBy(e)} ran: ` : "$ "}${printable(e.cmd)}`, 32);
       else if (e.type === "command_end") line(`[exit ${e.exitCode}${e.timedOut ? ", timed out" : ""}${e.truncated ? ", output cut" : ""}]`, 90);
       else if (e.data) {
         term.write(e.stream === "stderr" ? `\x1b[31m${e.data}\x1b[39m` : e.data);
@@ -107,6 +88,41 @@ async function terminal(box) {
   };
 }
 
+// Who ran a command of the log: the person who ran it (exec), the agent,
+// or the MCP client (by its token's name, else the client's own).
+function ranBy(e) {
+  if (e.source === "agent") return "agent";
+  return printable(e.askedBy || (e.source === "mcp" ? "an MCP client" : "someone"));
+}
+
+// An xterm.js terminal in `box` with `options` and the page's look, its fit
+// add-on loaded, and `text()`, which reads it: one line per line (however
+// it wraps on screen), what is scrolled out of view included.
+async function xterm(box, options) {
+  const [{ Terminal }, { FitAddon }] = await Promise.all([import("/assets/xterm.js"), import("/assets/addon-fit.js")]);
+  const css = getComputedStyle(document.documentElement), colour = (name) => css.getPropertyValue(name).trim();
+  const term = new Terminal({
+    ...options,
+    // Screen readers get the text: the rows drawn are hidden from them.
+    screenReaderMode: true,
+    fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
+    fontSize: 13,
+    theme: { background: colour("--term-bg"), foreground: colour("--term-fg"), green: "#7ee787", red: "#ff7b72", brightBlack: "#8b949e" },
+  });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  const text = () => {
+    const buffer = term.buffer.active, rows = [];
+    for (let i = 0; i < buffer.length; i++) {
+      const row = buffer.getLine(i), wraps = buffer.getLine(i + 1)?.isWrapped;
+      rows.push((row.isWrapped ? rows.pop() ?? "" : "") + row.translateToString(!wraps));
+    }
+    return rows.join("\n").trimEnd();
+  };
+  return { term, fit, text };
+}
+
 // A command as typed, its control characters shown, not obeyed: a command
 // line cannot clear or recolour everyone's terminal (its output may).
 function printable(cmd) {
@@ -120,10 +136,11 @@ async function room() {
   const chat = $("chat"), status = $("status"), tokenButton = $("token");
   $("room-id").textContent = room;
   const term = await terminal($("term"));
+  const shell = await xterm($("shell"), { scrollback: 1000 });
   // The job terminal is made when a job is first selected (a hidden box
   // has no size to fit).
   let jobTerm = null, jobTermMade = null;
-  window.terminalText = (box = "term") => (box === "term" ? term : jobTerm)?.text() ?? "";
+  window.terminalText = (box = "term") => (box === "term" ? term : box === "shell" ? shell : jobTerm)?.text() ?? "";
   // An invite link's token rides in the fragment, which no server sees;
   // it is kept for the tab and taken off the address bar.
   const invited = new URLSearchParams(location.hash.slice(1)).get("token");
@@ -221,6 +238,13 @@ async function room() {
     $("invite").hidden = !e.invites;
     if (e.name) $("name").value = e.name;
     $("name").readOnly = Boolean(e.name);
+    me = e.name ?? null;
+    shell.term.options.disableStdin = role === "watcher";
+    // The feed is let in: so is the terminal, with the same token. A
+    // socket that is down for a reason other than the room's end comes
+    // back (a sleeping room's too: the feed's own return woke it).
+    if (!shellSocket || (shellSocket.down && !shellSocket.final)) connectShell();
+    else if (!shellSocket.down && shellSocket.ws.readyState === WebSocket.OPEN) shellSays();
     // Resumed, the feed sends what was missed next; otherwise this is the
     // whole truth: the history, and the room as the others see it (`recent`,
     // logged events shown as live ones: the terminal's recent past, an
@@ -625,9 +649,90 @@ async function room() {
       }
     }
   }
-  function authProtocols() {
+  function authProtocols(protocol = "duet.v1") {
     const b64 = btoa(unescape(encodeURIComponent(token))).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-    return token ? ["duet.v1", `duet.auth.${b64}`] : ["duet.v1"];
+    return token ? [protocol, `duet.auth.${b64}`] : [protocol];
+  }
+  // The shared terminal (GET …/terminal, a WebSocket of its own): one shell
+  // for the room. Its first frame redraws it at the shell's size
+  // (`screen`), then its output comes as printed. Writers and owners type
+  // into it; when they focus it or first type, their box's size is sent
+  // (one shell has one size: the last sent wins). A watcher's keys are not
+  // sent. A dropped socket is opened again after a while; one the room's
+  // sleep closed, when the box is clicked (which wakes it); one the room's
+  // end or a revoked link closed, never. `shellSocket` is the socket of
+  // the moment: whether it is down, for good, and why.
+  let shellSocket = null, shellRetry = 500, shellTimer = null, sized = false, me = null, typingTimer = null;
+  const SHELL_ENDS = { deleted: "the room was deleted", expired: "the room expired", revoked: "your link was revoked", 4401: "your link is no longer valid", 4403: "only writers may type here", 4410: "the room is gone" };
+  function shellSays(text = null) {
+    const note = $("shell-note");
+    note.textContent = text ?? (role === "watcher" ? "watching: only writers type" : "everyone in the room sees what you type");
+    note.classList.toggle("bad", text !== null);
+    note.classList.toggle("wake", text === ASLEEP);
+  }
+  const ASLEEP = "the room is asleep — click to wake";
+  function connectShell() {
+    clearTimeout(shellTimer);
+    shellSocket?.ws.close();
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(`${scheme}//${location.host}/api/rooms/${encodeURIComponent(room)}/terminal`, authProtocols("duet.term.v1"));
+    const mine = (shellSocket = { ws, down: false, final: false, reason: null, pings: 0 });
+    shellSays("connecting…");
+    ws.onopen = () => {
+      shellRetry = 500;
+      shellSays();
+      mine.pings = setInterval(() => ws.send('{"type":"ping"}'), 25_000);
+    };
+    ws.onmessage = (msg) => {
+      if (shellSocket !== mine) return;
+      const f = JSON.parse(msg.data);
+      if (f.type === "screen") {
+        shell.term.reset();
+        shell.term.resize(f.cols, f.rows);
+        shell.term.write(f.data);
+        sized = false;
+      } else if (f.type === "output") shell.term.write(f.data);
+      else if (f.type === "typing" && f.name !== me) typing(f.name);
+      else if (f.type === "closed") mine.reason = f.reason;
+    };
+    ws.onclose = (e) => {
+      clearInterval(mine.pings);
+      if (shellSocket !== mine) return;
+      mine.down = true;
+      if (mine.reason === "asleep" || e.code === 4409) return shellSays(ASLEEP);
+      const end = SHELL_ENDS[mine.reason] ?? SHELL_ENDS[e.code];
+      if (end) {
+        mine.final = true;
+        return shellSays(end);
+      }
+      shellSays("disconnected; reconnecting…");
+      shellTimer = setTimeout(connectShell, (shellRetry = Math.min(shellRetry * 2, 10000)));
+    };
+  }
+  function shellSend(frame) {
+    if (shellSocket?.ws.readyState === WebSocket.OPEN) shellSocket.ws.send(JSON.stringify(frame));
+  }
+  // The shell takes this page's size: its box, fitted.
+  function sendSize() {
+    if (role === "watcher") return;
+    shell.fit.fit();
+    shellSend({ type: "resize", cols: shell.term.cols, rows: shell.term.rows });
+    sized = shellSocket?.ws.readyState === WebSocket.OPEN;
+  }
+  shell.term.onData((data) => {
+    if (role === "watcher") return;
+    if (!sized) sendSize();
+    shellSend({ type: "input", data });
+  });
+  shell.term.textarea?.addEventListener("focus", sendSize);
+  for (const id of ["shell", "shell-note"]) $(id).addEventListener("click", () => shellSocket?.down && !shellSocket.final && connectShell());
+  // "ana is typing…", gone 2 s after the last word of it.
+  function typing(name) {
+    const note = $("typing");
+    note.textContent = `${name || "someone"} is typing…`;
+    note.classList.add("on");
+    clearTimeout(typingTimer);
+    typingTimer = setTimeout(() => note.classList.remove("on"), 2000);
   }
   // Opens the feed, resuming from `since` when there is one; a socket it
   // replaces is closed, and what it still says is not this page's.
@@ -742,7 +847,8 @@ async function room() {
     const cmd = $("cmd").value;
     if (!cmd.trim()) return;
     $("cmd").value = "";
-    call("sandbox/exec", { cmd });
+    const userId = $("name").value.trim();
+    call("sandbox/exec", userId ? { cmd, userId } : { cmd });
   });
   // An owner's invite links: made, shown to copy, and all revoked at once.
   $("invite").addEventListener("submit", async (e) => {
@@ -765,6 +871,7 @@ async function room() {
     token = json.invite.token;
     sessionStorage.setItem("duet-token", token);
     connect();
+    connectShell();
   });
   connect();
 }

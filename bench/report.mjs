@@ -15,7 +15,7 @@ const outDir = path.resolve(process.argv[3] ?? path.join(ROOT, "docs"));
 const r = JSON.parse(fs.readFileSync(resultsFile, "utf8"));
 const sxFile = path.join(ROOT, "bench/results/size-experiments.json");
 const sx = fs.existsSync(sxFile) ? JSON.parse(fs.readFileSync(sxFile, "utf8")) : null;
-const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta, feed, mcp } = r.sections;
+const { floors, sandboxd: sd, coldStart, worker, upload, compare, access, firstDelta, feed, terminal, mcp } = r.sections;
 const d = r.derived;
 
 const ms = (x) => (x == null ? "–" : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : x.toFixed(0));
@@ -24,7 +24,7 @@ const bytes = (b) => `${b.toLocaleString("en-US")} B (${kib(b)})`;
 const LEVELS = ["c1", "c8", "c32"];
 const lines = [];
 const p = (...a) => lines.push(...a);
-const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? []), ...(feed?.load ?? []), ...(mcp?.load ?? [])].map((l) => l.loadavg[0]);
+const loads = [...r.load, ...(compare?.load ?? []), ...(firstDelta?.load ?? []), ...(feed?.load ?? []), ...(terminal?.load ?? []), ...(mcp?.load ?? [])].map((l) => l.loadavg[0]);
 
 // ---- targets
 const TARGET_GZIP = upload?.budget ?? 216 * 1024;
@@ -303,6 +303,21 @@ if (feed) {
   p(`| the same 1 MiB live: \`command\` → \`command_end\` | ${pair(rs.live.commandToEnd)} | ${span(rs.live.events)} events, at most ${bytes(rs.live.bytes[1])} | sandboxd's stream read directly: ${pair(rs.direct.startToEnd)} (${span(rs.direct.outputEvents)} output events) | sandboxd's stream is the floor; the rest is the object reading it as it comes (twice the output: its end line is the whole \`/exec\` answer, stdout included), each piece parsed, logged and sent before the next is read. The exec is answered after ${pair(rs.live.execAnswered)}; the same exec where nobody watches, which reads sandboxd's plain \`/exec\` and gives the log its 64 events whole at the end, after ${pair(rs.unwatched.execAnswered)}${rs.unwatched.execAnswered.p50 < rs.live.execAnswered.p50 / 2 ? ": the log's writes are not what takes the time" : ""}. |`);
   p(`| a fresh join: socket opened → \`hello\` | ${pair(rs.freshJoin.toHello)} | one frame of ${bytes(rs.freshJoin.helloBytes)} (empty history, ${rs.freshJoin.recentEvents} events of the terminal's past) | – | the terminal's past is at most 64 KiB of whole events, read from the log newest first; the history is asked of the room's DuetAgent, which is then told someone watches: two object hops. |`);
   p("");
+}
+// ---- the shared terminal: a keystroke to its echo
+if (terminal) {
+  const ts = terminal.settings;
+  const pair = (x) => `${ms(x.p50)} / ${ms(x.p99)}`;
+  const tl = terminal.load.map((l) => l.loadavg[0]);
+  p("## The shared terminal", "");
+  p(`How soon a key typed into the room's shared terminal comes back as its echo, measured ${terminal.date.slice(0, 10)} (${terminal.date.slice(11, 16)} UTC) by \`node bench/terminal.mjs\`: clients connect to one room's terminal (\`GET /api/rooms/{roomId}/terminal\`, \`duet.term.v1\`, an open worker), and one of them types a single letter at a time at bash's prompt, each timed from sending its \`input\` frame to the arrival of the \`output\` frame holding its echo, at the typing client and, with ${Math.max(...ts.clients)} clients, at each of the others (the row takes the last of them to get it). A key is typed ${ts.gapMs} ms after the last one's echo reached every client; after ${ts.keysPerLine} keys, Ctrl-U clears the line. The reference is the floor: the same keystroke typed into a terminal of its own straight through sandboxd (\`POST /v1/sandboxes/{name}/terminal/input\`) and its echo read from sandboxd's output stream (\`GET /v1/sandboxes/{name}/terminal/output\`), which is what the Sandbox object writes and reads; each keystroke through the worker and one through sandboxd take turns, so that both see the same minutes, and "the worker adds" is the difference of the percentiles. The worker runs on workerd in a process of its own (\`bench/lib/serve-worker.mjs\`), sandboxd in another, and every client in a third, so one clock (\`performance.now()\`) times both ends. Milliseconds, p50 / p99. These figures come from one run on a shared ${r.machine?.nproc ?? ""}-core machine (its 1-minute load average between ${Math.min(...tl).toFixed(2)} and ${Math.max(...tl).toFixed(2)}): read them relative to each other, not as absolute figures.`, "");
+  if (terminal.quick) p("**Quick run (`BENCH_QUICK=1`): do not quote these figures.**", "");
+  p("| clients | keystrokes | who | keystroke → echo | reference: sandboxd directly | the worker adds |", "|---:|---:|---|---:|---:|---:|");
+  for (const c of Object.values(terminal.counts)) {
+    p(`| ${c.clients} | ${c.keystrokes} | the typing client | ${pair(c.typing)} | ${pair(c.floor)} | ${pair(c.typingAdded)} |`);
+    if (c.slowestOther) p(`| ${c.clients} | ${c.keystrokes} | the last of the ${c.clients - 1} others | ${pair(c.slowestOther)} | ${pair(c.floor)} | ${pair(c.slowestOtherAdded)} |`);
+  }
+  p("", "Through the worker a key goes from the client's socket to the room's Sandbox object, which writes it to sandboxd's input route (one request at a time, in order); the echo comes back on sandboxd's output stream, which the object follows, and goes out as a frame to every socket of the room in one turn of the object.", "");
 }
 // ---- the room as an MCP server: run_command against /sandbox/exec
 if (mcp) {

@@ -544,7 +544,7 @@ impl SandboxObject {
                 (call, body.to_string())
             }
         };
-        self.send_reading(call, &body).await
+        self.send_reading(call, Some(&body)).await
     }
 
     /// The change a file tool's `command` would make, as a diff for a
@@ -557,7 +557,7 @@ impl SandboxObject {
         let mut body = tool.arguments(path);
         body["preview"] = true.into();
         let call = if mcp { Call::McpFile } else { Call::AgentFile };
-        let heard = self.send_reading(call, &body.to_string()).await;
+        let heard = self.send_reading(call, Some(&body.to_string())).await;
         Some(match heard.and_then(|ran| ran.file()) {
             Ok(diff) => diff,
             Err(why) => format!("(no diff: {why})"),
@@ -566,18 +566,12 @@ impl SandboxObject {
 
     /// The shared terminal's screen, as `read_terminal` answers it.
     pub async fn terminal_screen(&self) -> Result<Ran, String> {
-        let response = send(&self.stub, &self.room, Call::TerminalScreen, None).await?;
-        let bytes = body::all_of(response)
-            .await
-            .map_err(|e| unexpected(&worker::Error::from(e)))?;
-        String::from_utf8(bytes)
-            .map(Ran)
-            .map_err(|e| unexpected(&e))
+        self.send_reading(Call::TerminalScreen, None).await
     }
 
     /// Sends `call` with `body`; answers what came back, read whole.
-    async fn send_reading(&self, call: Call, body: &str) -> Result<Ran, String> {
-        let response = send(&self.stub, &self.room, call, Some(body.as_bytes())).await?;
+    async fn send_reading(&self, call: Call, body: Option<&str>) -> Result<Ran, String> {
+        let response = send(&self.stub, &self.room, call, body.map(str::as_bytes)).await?;
         let bytes = body::all_of(response)
             .await
             .map_err(|e| unexpected(&worker::Error::from(e)))?;

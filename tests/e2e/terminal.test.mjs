@@ -16,7 +16,7 @@ import { after, before, describe, test } from "node:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
 import { startContainerWorker } from "./support/engine.mjs";
-import { protocols, upgrade, watch } from "./support/feed.mjs";
+import { protocols, recorder, upgrade, watch } from "./support/feed.mjs";
 import { bearer, invite } from "./support/rooms.mjs";
 import { startStack } from "./support/stack.mjs";
 
@@ -26,51 +26,20 @@ const PROTOCOL = "duet.term.v1";
 /** A client of the room's terminal, with `token` if given: every frame it got, in order. */
 function terminal(base, room, token) {
   const offered = token ? [PROTOCOL, protocols(token)[1]] : [PROTOCOL];
-  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/terminal`, offered);
-  const frames = [];
-  const waiters = [];
-  let closed = null;
-  ws.addEventListener("message", (msg) => {
-    frames.push(JSON.parse(msg.data));
-    for (const w of [...waiters]) w();
-  });
-  ws.addEventListener("close", (e) => {
-    closed = { code: e.code, reason: e.reason };
-    for (const w of [...waiters]) w();
-  });
-  const opened = new Promise((resolve, reject) => {
-    ws.addEventListener("open", () => resolve(ws.protocol));
-    ws.addEventListener("error", () => reject(new Error("the socket failed")));
-  });
-  const output = () => frames.filter((f) => f.type === "output").map((f) => f.data).join("");
+  const url = `${base.replace(/^http/, "ws")}/api/rooms/${room}/terminal`;
+  let output = () => "";
+  const socket = recorder(url, offered, { said: () => `output so far: ${JSON.stringify(output().slice(-400))}` });
+  const frames = socket.events;
+  output = () => frames.filter((f) => f.type === "output").map((f) => f.data).join("");
   return {
-    ws,
+    ...socket,
     frames,
-    opened,
-    closed: () => closed,
     output,
-    type: (data) => ws.send(JSON.stringify({ type: "input", data })),
-    /** Resolves once `check()` holds, within `ms`. */
-    until(check, ms = 10_000, what = "the terminal") {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; output so far: ${JSON.stringify(output().slice(-400))}`)), ms);
-        const test = () => {
-          const value = check();
-          if (value) {
-            clearTimeout(timer);
-            waiters.splice(waiters.indexOf(test), 1);
-            resolve(value);
-          }
-        };
-        waiters.push(test);
-        test();
-      });
-    },
+    type: (data) => socket.ws.send(JSON.stringify({ type: "input", data })),
     /** Resolves once the output holds `text`. */
     sees(text, ms) {
-      return this.until(() => output().includes(text), ms, JSON.stringify(text));
+      return socket.until(() => output().includes(text), ms);
     },
-    close: () => ws.close(),
   };
 }
 
@@ -100,7 +69,7 @@ describe("the shared terminal", () => {
     ana.type("echo term-$((6*7))\r");
     for (const c of [ana, bo, wes]) await c.sees("term-42");
     bo.type("tty\r");
-    await ana.until(() => /\/dev\/pts\/\d+/.test(ana.output()), 10_000, "a tty");
+    await ana.until(() => /\/dev\/pts\/\d+/.test(ana.output()));
     const typing = await bo.until(() => bo.frames.find((f) => f.type === "typing" && f.name === "ana"));
     assert.equal(typing.role, "writer");
     wes.type("echo from-the-watcher\r");

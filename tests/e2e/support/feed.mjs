@@ -19,21 +19,25 @@ export const closing = (w) => () => w.ws.readyState >= WebSocket.CLOSING || null
 export const protocols = (token) => ["duet.v1", `duet.auth.${Buffer.from(token).toString("base64url")}`];
 
 /**
- * A watcher: its events in arrival order (with arrival times). It acks
- * every eighth event and every heartbeat, unless told not to; `since`
- * resumes after that number.
+ * A WebSocket client at `url` offering `offered` that records the JSON
+ * frames it gets, in arrival order (each with its arrival time, `at`),
+ * tells when it opened and how it closed, and waits on what it recorded:
+ * the feed's watchers, the terminal's clients. `heard(ws, frame)` sees each
+ * frame as it comes; `said()` says what was recorded when a wait times out.
  */
-export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true, since } = {}) {
-  const query = since === undefined ? "" : `?since=${since}`;
-  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/api/rooms/${room}/live${query}`, offered);
+export function recorder(url, offered, { heard = () => {}, said } = {}) {
+  const ws = new WebSocket(url, offered);
   const events = [];
   const waiters = [];
   let closed = null;
+  const wake = () => {
+    for (const w of [...waiters]) w();
+  };
   ws.addEventListener("message", (msg) => {
     const event = JSON.parse(msg.data);
     events.push({ ...event, at: Date.now() });
-    if (ack && (event.seq % 8 === 0 || event.type === "heartbeat")) ws.send(JSON.stringify({ type: "ack", seq: event.seq }));
-    for (const w of [...waiters]) w();
+    heard(ws, event);
+    wake();
   });
   const opened = new Promise((resolve, reject) => {
     ws.addEventListener("open", () => resolve(ws.protocol));
@@ -41,8 +45,9 @@ export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true
   });
   ws.addEventListener("close", (e) => {
     closed = { code: e.code, reason: e.reason };
-    for (const w of [...waiters]) w();
+    wake();
   });
+  const seen = said ?? (() => `saw ${JSON.stringify(events.map((e) => e.type))}`);
   return {
     ws,
     events,
@@ -51,7 +56,7 @@ export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true
     /** Resolves once `check(events)` holds. */
     until(check, ms = 10_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out; saw ${JSON.stringify(events.map((e) => e.type))}`)), ms);
+        const timer = setTimeout(() => reject(new Error(`timed out; ${seen()}`)), ms);
         const test = () => {
           const value = check(events);
           if (value) {
@@ -66,6 +71,20 @@ export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true
     },
     close: () => ws.close(),
   };
+}
+
+/**
+ * A watcher: its events in arrival order (with arrival times). It acks
+ * every eighth event and every heartbeat, unless told not to; `since`
+ * resumes after that number.
+ */
+export function watch(base, room, { protocols: offered = ["duet.v1"], ack = true, since } = {}) {
+  const query = since === undefined ? "" : `?since=${since}`;
+  const url = `${base.replace(/^http/, "ws")}/api/rooms/${room}/live${query}`;
+  const heard = (ws, event) => {
+    if (ack && (event.seq % 8 === 0 || event.type === "heartbeat")) ws.send(JSON.stringify({ type: "ack", seq: event.seq }));
+  };
+  return recorder(url, offered, { heard });
 }
 
 /** Sends a WebSocket upgrade by hand to the room's feed, or its `route` (a `Host` in `headers` replaces the real one), and answers the status line and the body. */

@@ -120,6 +120,10 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     try {
       await exec(first, room, "echo survived > s.txt");
       await untilEvent(first, room, "sleep");
+      // The log line is no sign that the sleep's writes are on disk; an
+      // answer of the same object is (its output waits for them), so the
+      // worker is stopped only after one.
+      assert.equal((await first.api("GET", `/api/rooms/${room}/jobs`)).status, 200);
     } finally {
       await first.stop();
     }
@@ -129,7 +133,7 @@ describe("rooms that sleep and expire (SANDBOX_URL)", () => {
     try {
       const res = await exec(second, room, "cat s.txt");
       assert.equal(res.status, 200, res.text);
-      assert.equal(res.json.result.stdout, "survived\n");
+      assert.equal(res.json.result.stdout, "survived\n", res.json.result.stderr);
     } finally {
       await second.stop();
     }

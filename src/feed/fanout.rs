@@ -163,6 +163,14 @@ impl Grant {
         })
     }
 
+    /// Whether the room's token generation becoming `current` ends it: a
+    /// room token of another generation (the service token has none).
+    pub fn revoked(&self, current: Option<&str>) -> bool {
+        self.generation
+            .as_deref()
+            .is_some_and(|g| Some(g) != current)
+    }
+
     pub fn expired(&self, now: u64) -> bool {
         self.expires_at.is_some_and(|at| now >= at)
     }
@@ -527,8 +535,7 @@ impl Feed {
         let ended = self.with_watchers(state, |watchers| {
             let before = watchers.len();
             watchers.retain_mut(|watcher| {
-                let other = watcher.tags.grant.generation.as_deref();
-                let revoked = other.is_some_and(|g| Some(g) != generation);
+                let revoked = watcher.tags.grant.revoked(generation);
                 if revoked {
                     watcher.end(CloseReason::Revoked, seq);
                 }

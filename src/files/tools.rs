@@ -131,15 +131,20 @@ pub fn normalized(path: &str) -> String {
     parts.join("/")
 }
 
+/// A file's bytes as text; `None` for a binary file: not UTF-8, or with a
+/// NUL in it.
+pub fn text(bytes: &[u8]) -> Option<&str> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .filter(|t| !t.contains('\0'))
+}
+
 /// A file's bytes as `read_file` answers them: from line `offset`, at most
 /// `limit` lines, each numbered and cut at [`LINE_CHARS`], the whole at
 /// most [`TOOL_CHARS`]; a note says where to read on. A file that is not
 /// UTF-8 text is said to be binary.
 pub fn numbered(path: &str, bytes: &[u8], offset: usize, limit: usize) -> String {
-    let Some(text) = std::str::from_utf8(bytes)
-        .ok()
-        .filter(|t| !t.contains('\0'))
-    else {
+    let Some(text) = text(bytes) else {
         return format!(
             "{path} is a binary file of {} bytes; not shown",
             bytes.len()

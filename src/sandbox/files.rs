@@ -13,7 +13,7 @@ use worker::{Method, Response};
 
 use super::sandboxd::Sandboxd;
 use crate::files::changed_of;
-use crate::files::tools::{diff, listing, numbered, replace_once, FileTool};
+use crate::files::tools::{diff, listing, numbered, replace_once, text, FileTool};
 use crate::runtime::{body, internal};
 
 /// What a file tool's call came to: what its caller hears, and the change
@@ -145,8 +145,7 @@ async fn answered(sent: Result<Response, crate::api::ApiError>) -> Result<Respon
 
 /// A file's bytes as text, for an edit or a diff; a binary file has none.
 fn text_of(path: &str, bytes: Vec<u8>) -> Result<String, String> {
-    String::from_utf8(bytes)
-        .ok()
-        .filter(|text| !text.contains('\0'))
+    text(&bytes)
+        .map(str::to_owned)
         .ok_or_else(|| format!("{path} is a binary file; it cannot be edited as text"))
 }

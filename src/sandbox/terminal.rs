@@ -86,6 +86,8 @@ pub struct Shared {
     following: RefCell<Option<AbortController>>,
     /// The newest pieces sent, each with its offset.
     recent: RefCell<VecDeque<(u64, String)>>,
+    /// The bytes of text `recent` holds.
+    recent_bytes: Cell<usize>,
     /// Input waiting to be written, with who typed it; one task drains it.
     queue: RefCell<VecDeque<(String, Typed)>>,
     draining: Cell<bool>,
@@ -137,12 +139,13 @@ impl Terminal {
         let pair = WebSocketPair::new()?;
         let grant = Grant::of(claims);
         state.accept_websocket_with_tags(&pair.server, &[TAG, &grant.tag()]);
-        let name = claims
-            .and_then(|claims| claims.name.as_deref())
-            .unwrap_or_default();
-        pair.server
-            .as_ref()
-            .serialize_attachment(format!("{from} {room} {name}").into())?;
+        let name = claims.and_then(|claims| claims.name.clone());
+        let attached = Attached {
+            from,
+            room: room.to_owned(),
+            name,
+        };
+        attached.attach(&pair.server)?;
         self.send_screen(&pair.server, &screen);
         for (offset, data) in self.shared.recent.borrow().iter() {
             if *offset >= from {
@@ -206,15 +209,20 @@ impl Terminal {
                 };
                 let frame = ToClient::Output { data }.text();
                 for ws in &sockets {
-                    if joined_at(ws) <= offset {
+                    if Attached::of(ws).from <= offset {
                         send(ws, &frame);
                     }
                 }
                 let mut recent = self.shared.recent.borrow_mut();
                 recent.push_back((offset, data.to_owned()));
-                while recent.iter().map(|(_, d)| d.len()).sum::<usize>() > RECENT_BYTES {
-                    recent.pop_front();
+                let mut bytes = self.shared.recent_bytes.get() + data.len();
+                while bytes > RECENT_BYTES {
+                    let Some((_, gone)) = recent.pop_front() else {
+                        break;
+                    };
+                    bytes -= gone.len();
                 }
+                self.shared.recent_bytes.set(bytes);
             }
         }
         Err(ApiError::SandboxFailed(
@@ -247,7 +255,7 @@ impl Terminal {
             let _ = ws.close(Some(BEYOND_ROLE), Some("a watcher may only watch"));
             return None;
         }
-        let (room, name) = attached(ws);
+        let Attached { room, name, .. } = Attached::of(ws);
         // After an eviction: follow again, everyone redrawn first.
         if self.shared.following.borrow().is_none() {
             self.redraw(&room);
@@ -290,11 +298,11 @@ impl Terminal {
             };
             let from = screen["offset"].as_u64().unwrap_or(0);
             for ws in Self::sockets(&state) {
-                let (room, name) = attached(&ws);
-                let name = name.unwrap_or_default();
-                let _ = ws
-                    .as_ref()
-                    .serialize_attachment(format!("{from} {room} {name}").into());
+                let _ = Attached {
+                    from,
+                    ..Attached::of(&ws)
+                }
+                .attach(&ws);
                 terminal.send_screen(&ws, &screen);
             }
             terminal.follow(&room, from);
@@ -392,10 +400,9 @@ impl Terminal {
                 .get_tags(&ws)
                 .get(1)
                 .and_then(|tag| Grant::from_tag(tag));
-            let other = grant.as_ref().and_then(|g| g.generation.as_deref());
             let ended = match generation {
                 None => true,
-                Some(current) => other.is_some_and(|g| Some(g) != current),
+                Some(current) => grant.is_some_and(|g| g.revoked(current)),
             };
             if ended {
                 let said = serde_json::to_value(reason).unwrap_or_default();
@@ -433,31 +440,33 @@ fn send(ws: &WebSocket, text: &str) {
     let _ = ws.send_with_str(text);
 }
 
-/// The offset a socket joined at (its screen's).
-fn joined_at(ws: &WebSocket) -> u64 {
-    let attached = ws
-        .as_ref()
-        .deserialize_attachment()
-        .ok()
-        .and_then(|v| v.as_string());
-    attached
-        .and_then(|text| text.split(' ').next()?.parse().ok())
-        .unwrap_or(0)
+/// What a terminal socket carries in its attachment: the offset it joined
+/// at (its screen's), its room, and the name its token gives. Kept as a
+/// plain string, `offset room name`, as the feed keeps its own.
+struct Attached {
+    from: u64,
+    room: String,
+    name: Option<String>,
 }
 
-/// A socket's room, and the name its token gives, from its attachment.
-fn attached(ws: &WebSocket) -> (String, Option<String>) {
-    let attached = ws
-        .as_ref()
-        .deserialize_attachment()
-        .ok()
-        .and_then(|v| v.as_string());
-    let text = attached.unwrap_or_default();
-    let mut parts = text.splitn(3, ' ').skip(1);
-    let room = parts.next().unwrap_or_default().to_owned();
-    let name = parts
-        .next()
-        .filter(|name| !name.is_empty())
-        .map(str::to_owned);
-    (room, name)
+impl Attached {
+    fn of(ws: &WebSocket) -> Self {
+        let attached = ws.as_ref().deserialize_attachment().ok();
+        let text = attached.and_then(|v| v.as_string()).unwrap_or_default();
+        let mut parts = text.splitn(3, ' ');
+        Self {
+            from: parts.next().and_then(|from| from.parse().ok()).unwrap_or(0),
+            room: parts.next().unwrap_or_default().to_owned(),
+            name: parts
+                .next()
+                .filter(|name| !name.is_empty())
+                .map(str::to_owned),
+        }
+    }
+
+    fn attach(&self, ws: &WebSocket) -> Result<(), ApiError> {
+        let name = self.name.as_deref().unwrap_or_default();
+        let text = format!("{} {} {name}", self.from, self.room);
+        Ok(ws.as_ref().serialize_attachment(text.into())?)
+    }
 }
